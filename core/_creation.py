@@ -1,0 +1,255 @@
+"""Tensor factories and the seeded random generator (``manual_seed``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._dtype import float32, int64, resolve_dtype
+from ._tensor import Tensor, _wrap
+
+__all__ = [
+    "arange",
+    "as_tensor",
+    "default_generator",
+    "empty",
+    "empty_like",
+    "eye",
+    "from_numpy",
+    "full",
+    "full_like",
+    "linspace",
+    "manual_seed",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randint",
+    "randn",
+    "randn_like",
+    "randperm",
+    "tensor",
+    "zeros",
+    "zeros_like",
+]
+
+
+class Generator:
+    """A seedable source of random numbers (numpy's PCG64 underneath)."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._seed = seed
+
+    def manual_seed(self, seed: int) -> Generator:
+        self._rng = np.random.default_rng(seed)
+        self._seed = seed
+        return self
+
+    def initial_seed(self) -> int | None:
+        return self._seed
+
+    @property
+    def numpy(self) -> np.random.Generator:
+        return self._rng
+
+
+# torch keeps one process-wide default generator too; manual_seed() reseeds it.
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator: weight init, rand/randn and dropout become reproducible."""
+    return default_generator.manual_seed(int(seed))
+
+
+def _infer_dtype(data: Any) -> np.dtype[Any]:
+    arr = np.asarray(data)
+    if arr.dtype.kind == "f":
+        return float32
+    if arr.dtype.kind in "iu":
+        return int64
+    return arr.dtype
+
+
+def _to_array(data: Any, dtype: Any, *, copy: bool) -> np.ndarray:
+    """Convert data to an array: Python floats become float32, ints int64 (torch defaults)."""
+    target = resolve_dtype(dtype)
+    if isinstance(data, Tensor):
+        arr = data._data
+    elif isinstance(data, np.ndarray):
+        arr = data
+    elif isinstance(data, (list, tuple)) and any(isinstance(v, Tensor) for v in data):
+        arr = np.asarray([v._data if isinstance(v, Tensor) else v for v in data])
+        target = target or arr.dtype
+    else:
+        arr = np.asarray(data)
+        if target is None:
+            target = _infer_dtype(arr)
+    if target is not None and arr.dtype != target:
+        return arr.astype(target)
+    return np.array(arr, copy=True) if copy else arr
+
+
+def tensor(
+    data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Copy ``data`` (nested lists, numbers, arrays) into a new leaf tensor."""
+    out = _wrap(_to_array(data, dtype, copy=True))
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Like :func:`tensor`, but reuse a Tensor or array's memory when the dtype already fits."""
+    if isinstance(data, Tensor) and (dtype is None or resolve_dtype(dtype) == data._data.dtype):
+        return data
+    return _wrap(_to_array(data, dtype, copy=False))
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``array`` (keeps its dtype)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    return _wrap(array)
+
+
+def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    return tuple(int(s) for s in size)
+
+
+def _leaf(arr: np.ndarray, requires_grad: bool) -> Tensor:
+    out = _wrap(arr)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _leaf(np.zeros(_shape(size), dtype=resolve_dtype(dtype) or float32), requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _leaf(np.ones(_shape(size), dtype=resolve_dtype(dtype) or float32), requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _leaf(np.empty(_shape(size), dtype=resolve_dtype(dtype) or float32), requires_grad)
+
+
+def full(
+    size: Any,
+    fill_value: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    target = resolve_dtype(dtype) or _infer_dtype(fill_value)
+    return _leaf(np.full(_shape((size,)), fill_value, dtype=target), requires_grad)
+
+
+def _like(t: Tensor, dtype: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    return t._data.shape, resolve_dtype(dtype) or t._data.dtype
+
+
+def zeros_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(t, dtype)
+    return _leaf(np.zeros(shape, dtype=dt), requires_grad)
+
+
+def ones_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(t, dtype)
+    return _leaf(np.ones(shape, dtype=dt), requires_grad)
+
+
+def empty_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(t, dtype)
+    return _leaf(np.empty(shape, dtype=dt), requires_grad)
+
+
+def full_like(
+    t: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    shape, dt = _like(t, dtype)
+    return _leaf(np.full(shape, fill_value, dtype=dt), requires_grad)
+
+
+def rand_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(t, dtype)
+    return _leaf(default_generator.numpy.random(shape).astype(dt), requires_grad)
+
+
+def randn_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(t, dtype)
+    return _leaf(default_generator.numpy.standard_normal(shape).astype(dt), requires_grad)
+
+
+def arange(
+    start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    values = np.arange(start, end, step)
+    target = resolve_dtype(dtype) or _infer_dtype(values)
+    return _leaf(values.astype(target), requires_grad)
+
+
+def linspace(
+    start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    return _leaf(
+        np.linspace(start, end, steps).astype(resolve_dtype(dtype) or float32), requires_grad
+    )
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _leaf(np.eye(n, m, dtype=resolve_dtype(dtype) or float32), requires_grad)
+
+
+def _generator(generator: Generator | None) -> np.random.Generator:
+    return (generator or default_generator).numpy
+
+
+def rand(
+    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Uniform samples on [0, 1)."""
+    arr = _generator(generator).random(_shape(size))
+    return _leaf(arr.astype(resolve_dtype(dtype) or float32), requires_grad)
+
+
+def randn(
+    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Standard normal samples."""
+    arr = _generator(generator).standard_normal(_shape(size))
+    return _leaf(arr.astype(resolve_dtype(dtype) or float32), requires_grad)
+
+
+def randint(
+    low: int,
+    high: Any = None,
+    size: Any = None,
+    *,
+    generator: Generator | None = None,
+    dtype: Any = None,
+) -> Tensor:
+    """Integers uniform on [low, high); ``randint(high, size)`` starts at 0."""
+    if size is None:
+        low, high, size = 0, low, high
+    arr = _generator(generator).integers(low, high, size=_shape((size,)))
+    return _wrap(arr.astype(resolve_dtype(dtype) or int64))
+
+
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None) -> Tensor:
+    return _wrap(_generator(generator).permutation(n).astype(resolve_dtype(dtype) or int64))
+
+
+def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:
+    """Unpickling target of Tensor.__reduce_ex__."""
+    return _leaf(data, requires_grad)

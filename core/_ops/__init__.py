@@ -1,0 +1,1 @@
+"""Differentiable operations: each module pairs forward kernels with their backward nodes."""

@@ -1,0 +1,176 @@
+"""In-place operations and the version counter behind saved-tensor checks.
+
+Without recording (grad mode off, or nothing requires grad) the numpy array is updated in
+place: that is the optimizer's fast path. When recording, the op runs out of place on a
+snapshot of the old value (so nodes that need the old value keep it, as torch's
+``original_self``), the result is copied into the tensor's own array, and the tensor takes the
+new node as its ``grad_fn``. Hooks registered before stay on the old node (SEMANTICS T-19).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._base import Tensor, grad_state, wrap
+
+__all__ = [
+    "add_",
+    "apply_inplace",
+    "clamp_",
+    "copy_",
+    "div_",
+    "fill_",
+    "masked_fill_",
+    "mul_",
+    "sub_",
+]
+
+_LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
+_LEAF_VIEW_MESSAGE = (
+    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+)
+_VIEW_MESSAGE = (
+    "hookgrad does not rebase views: this tensor is a view of a tensor that requires grad and "
+    "is being modified in place. Use an out-of-place op, or clone() the view first."
+)
+
+
+def _check_allowed(x: Tensor, recording: bool) -> None:
+    if not recording:
+        return
+    if x.grad_fn is None and x._requires_grad:
+        raise RuntimeError(_LEAF_MESSAGE)
+    hooks = x._hooks
+    if hooks is not None and hooks.view_error is not None:
+        raise RuntimeError(hooks.view_error)
+    base = x._base
+    if base is not None and (x._requires_grad or base._requires_grad):
+        raise RuntimeError(_LEAF_VIEW_MESSAGE if base.grad_fn is None else _VIEW_MESSAGE)
+
+
+def _snapshot(x: Tensor) -> Tensor:
+    """The value and graph position ``x`` has before the in-place op."""
+    src = wrap(x._data.copy())
+    src._requires_grad = x._requires_grad
+    src.grad_fn = x.grad_fn
+    src._output_nr = x._output_nr
+    src._acc = x._acc
+    return src
+
+
+def apply_inplace(x: Tensor, kernel: Callable[[Tensor], Tensor], other: Tensor | None) -> Tensor:
+    """Run ``kernel`` (an out-of-place op) and store its result into ``x``'s own array."""
+    recording = grad_state.enabled and (
+        x._requires_grad or (other is not None and other._requires_grad)
+    )
+    _check_allowed(x, recording)
+    source = _snapshot(x) if recording else x
+    result = kernel(source)
+    if result._data.shape != x._data.shape:
+        raise RuntimeError(
+            f"output with shape {list(x._data.shape)} doesn't match the broadcast shape "
+            f"{list(result._data.shape)}"
+        )
+    np.copyto(x._data, result._data, casting="unsafe")
+    x._vbox[0] += 1
+    if recording:
+        _rebind(x, result)
+    return x
+
+
+def _rebind(x: Tensor, result: Tensor) -> None:
+    old, old_nr = x.grad_fn, x._output_nr
+    x.grad_fn = result.grad_fn
+    x._output_nr = 0
+    x._requires_grad = result._requires_grad
+    if x.retains_grad and old is not None and old._hooks is not None:
+        old._hooks.retains_grad.pop(old_nr, None)
+        if x.grad_fn is not None:
+            x.grad_fn._hook_tables().retains_grad[0] = x
+
+
+def _fast(x: Tensor, other: Any) -> bool:
+    """True when the op can write straight into the array (nothing to record)."""
+    if not grad_state.enabled:
+        return True
+    return not x._requires_grad and not (isinstance(other, Tensor) and other._requires_grad)
+
+
+def _operand(other: Any) -> Any:
+    return other._data if isinstance(other, Tensor) else other
+
+
+def _bump(x: Tensor) -> Tensor:
+    x._vbox[0] += 1
+    return x
+
+
+def add_(x: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    if _fast(x, other):
+        value = _operand(other)
+        np.add(x._data, value if alpha == 1 else value * alpha, out=x._data, casting="unsafe")
+        return _bump(x)
+    from .arith import add
+
+    return apply_inplace(x, lambda s: add(s, other, alpha=alpha), _tensor_or_none(other))
+
+
+def sub_(x: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    return add_(x, other, alpha=-alpha)
+
+
+def mul_(x: Tensor, other: Any) -> Tensor:
+    if _fast(x, other):
+        np.multiply(x._data, _operand(other), out=x._data, casting="unsafe")
+        return _bump(x)
+    from .arith import mul
+
+    return apply_inplace(x, lambda s: mul(s, other), _tensor_or_none(other))
+
+
+def div_(x: Tensor, other: Any) -> Tensor:
+    if _fast(x, other):
+        np.true_divide(x._data, _operand(other), out=x._data, casting="unsafe")
+        return _bump(x)
+    from .arith import div
+
+    return apply_inplace(x, lambda s: div(s, other), _tensor_or_none(other))
+
+
+def clamp_(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    if _fast(x, None):
+        np.clip(x._data, _operand(min), _operand(max), out=x._data)
+        return _bump(x)
+    from .unary import clamp
+
+    return apply_inplace(x, lambda s: clamp(s, min, max), None)
+
+
+def fill_(x: Tensor, value: Any) -> Tensor:
+    if _fast(x, value):
+        x._data[...] = _operand(value)
+        return _bump(x)
+    from .index import index_put
+
+    return apply_inplace(x, lambda s: index_put(s, Ellipsis, value), _tensor_or_none(value))
+
+
+def copy_(x: Tensor, src: Any) -> Tensor:
+    """Copy ``src`` (broadcast) into ``x``; the gradient flows to ``src``."""
+    return fill_(x, src)
+
+
+def masked_fill_(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    if _fast(x, value):
+        x._data[mask._data] = _operand(value)
+        return _bump(x)
+    from .index import index_put
+
+    return apply_inplace(x, lambda s: index_put(s, mask, value), _tensor_or_none(value))
+
+
+def _tensor_or_none(value: Any) -> Tensor | None:
+    return value if isinstance(value, Tensor) else None

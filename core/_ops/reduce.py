@@ -1,0 +1,432 @@
+"""Reductions and the normalising functions built on them (softmax, log_softmax, logsumexp)."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from ._base import Node, Tensor, edge, needs_grad, record, wrap
+
+__all__ = [
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "log_softmax",
+    "logsumexp",
+    "max",
+    "mean",
+    "min",
+    "norm",
+    "prod",
+    "softmax",
+    "std",
+    "sum",
+    "var",
+]
+
+_max = max
+_min = min
+_sum = sum
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...]:
+    """dim=None (or empty) means every dimension; negative dims count from the end."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    span = _max(ndim, 1)
+    out = []
+    for d in dims:
+        if not -span <= d < span:
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-span}, {span - 1}], but got {d})"
+            )
+        out.append(d % span if ndim else 0)
+    return tuple(out)
+
+
+def _expand_back(
+    g: np.ndarray, shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool
+) -> np.ndarray:
+    """Re-insert reduced dims into ``g`` so it broadcasts against the input ``shape``."""
+    if not keepdim and len(shape):
+        g = np.expand_dims(g, tuple(sorted(dims)))
+    return g
+
+
+class SumBackward1(Node):
+    __slots__ = ("_dims", "_keepdim", "_shape")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        g = _expand_back(g, self._shape, self._dims, self._keepdim)
+        return (np.broadcast_to(g, self._shape),)
+
+
+class MeanBackward1(SumBackward1):
+    __slots__ = ("_count",)
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        g = _expand_back(g, self._shape, self._dims, self._keepdim)
+        return (np.broadcast_to(g / self._count, self._shape),)
+
+
+def _reduction(
+    x: Tensor, out: np.ndarray, cls: type[SumBackward1], dims: tuple[int, ...], keepdim: bool
+) -> Tensor:
+    node = cls((edge(x),))
+    node._dims = dims
+    node._keepdim = keepdim
+    node._shape = x._data.shape
+    return record(out, node)
+
+
+def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    d = x._data
+    dims = normalize_dims(dim, d.ndim)
+    out = np.sum(d, axis=dims, keepdims=keepdim, dtype=dtype)
+    if d.dtype.kind in "biu" and dtype is None:
+        out = out.astype(np.int64)
+    out = np.asarray(out)
+    if needs_grad(x):
+        return _reduction(x, out, SumBackward1, dims, keepdim)
+    return wrap(out)
+
+
+def mean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    d = x._data
+    if d.dtype.kind not in "fc" and dtype is None:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {d.dtype}"
+        )
+    dims = normalize_dims(dim, d.ndim)
+    out = np.asarray(np.mean(d, axis=dims, keepdims=keepdim, dtype=dtype))
+    if needs_grad(x):
+        count = int(np.prod([d.shape[i] for i in dims])) if d.ndim else 1
+        node = MeanBackward1((edge(x),))
+        node._dims, node._keepdim, node._shape, node._count = dims, keepdim, d.shape, count
+        return record(out, node)
+    return wrap(out)
+
+
+def _correction(unbiased: bool | None, correction: Any) -> float:
+    if correction is not None:
+        return float(correction)
+    return 0.0 if unbiased is False else 1.0
+
+
+class VarBackward0(Node):
+    __slots__ = ("_denom", "_dims", "_keepdim", "mean", "x")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        g = _expand_back(g, self.x.shape, self._dims, self._keepdim)
+        return (g * 2 * (self.x - self.mean) / self._denom,)
+
+
+def var(
+    x: Tensor,
+    dim: Any = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: Any = None,
+) -> Tensor:
+    """Variance with Bessel's correction by default (``correction=1``), as torch."""
+    d = x._data
+    dims = normalize_dims(dim, d.ndim)
+    count = int(np.prod([d.shape[i] for i in dims])) if d.ndim else 1
+    denom = _max(count - _correction(unbiased, correction), 0)
+    mu = np.mean(d, axis=dims, keepdims=True)
+    centered = d - mu
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.sum(centered * centered, axis=dims, keepdims=keepdim) / np.asarray(denom, d.dtype)
+    out = np.asarray(out, dtype=d.dtype)
+    if needs_grad(x):
+        node = VarBackward0((edge(x),))
+        node._dims, node._keepdim, node._denom = dims, keepdim, denom
+        node.x, node.mean = d, mu
+        node._save(x)
+        return record(out, node)
+    return wrap(out)
+
+
+def std(
+    x: Tensor,
+    dim: Any = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: Any = None,
+) -> Tensor:
+    """Standard deviation: the square root of :func:`var`, differentiated through it."""
+    from .unary import sqrt
+
+    return sqrt(var(x, dim, unbiased, keepdim, correction=correction))
+
+
+class AmaxBackward0(Node):
+    """Gradient shared evenly among the elements equal to the extreme value (as torch)."""
+
+    __slots__ = ("_dims", "_keepdim", "out", "x")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        shape = self.x.shape
+        out = _expand_back(self.out, shape, self._dims, self._keepdim)
+        g = _expand_back(g, shape, self._dims, self._keepdim)
+        mask = (self.x == out).astype(g.dtype)
+        count = mask.sum(axis=self._dims, keepdims=True)
+        return (g * mask / count,)
+
+
+def _extreme(x: Tensor, dim: Any, keepdim: bool, fn: Any) -> Tensor:
+    d = x._data
+    dims = normalize_dims(dim, d.ndim)
+    if d.size == 0:
+        raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0.")
+    out = np.asarray(fn(d, axis=dims, keepdims=keepdim))
+    if needs_grad(x):
+        node = AmaxBackward0((edge(x),))
+        node._dims, node._keepdim, node.x, node.out = dims, keepdim, d, out
+        node._save(x)
+        return record(out, node)
+    return wrap(out)
+
+
+def amax(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return _extreme(x, dim, keepdim, np.max)
+
+
+def amin(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return _extreme(x, dim, keepdim, np.min)
+
+
+class IndexedReduceBackward(Node):
+    """max/min along a dim: the gradient goes to the selected index only."""
+
+    __slots__ = ("_dim", "_index", "_keepdim", "_shape")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        idx = self._index
+        if not self._keepdim:
+            g = np.expand_dims(g, self._dim)
+            idx = np.expand_dims(idx, self._dim)
+        grad = np.zeros(self._shape, dtype=g.dtype)
+        np.put_along_axis(grad, idx, g, axis=self._dim)
+        return (grad,)
+
+
+def _extreme_along(x: Tensor, dim: int, keepdim: bool, arg: Any) -> Any:
+    d = x._data
+    (axis,) = normalize_dims(dim, d.ndim)
+    if d.ndim == 0:
+        return values_indices(_extreme(x, None, False, np.max), wrap(np.asarray(0)))
+    index = arg(d, axis=axis, keepdims=True)
+    values = np.take_along_axis(d, index, axis=axis)
+    if not keepdim:
+        values = np.squeeze(values, axis)
+        index = np.squeeze(index, axis)
+    indices = wrap(index.astype(np.int64))
+    if needs_grad(x):
+        node = IndexedReduceBackward((edge(x),))
+        node._dim, node._keepdim, node._shape, node._index = axis, keepdim, d.shape, index
+        return values_indices(record(values, node), indices)
+    return values_indices(wrap(values), indices)
+
+
+def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Without dim: the largest element. With dim: ``(values, indices)`` along it."""
+    if isinstance(dim, Tensor):
+        from .arith import maximum
+
+        return maximum(x, dim)
+    if dim is None:
+        return _extreme(x, None, False, np.max)
+    return _extreme_along(x, dim, keepdim, np.argmax)
+
+
+def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Without dim: the smallest element. With dim: ``(values, indices)`` along it."""
+    if isinstance(dim, Tensor):
+        from .arith import minimum
+
+        return minimum(x, dim)
+    if dim is None:
+        return _extreme(x, None, False, np.min)
+    return _extreme_along(x, dim, keepdim, np.argmin)
+
+
+def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    d = x._data
+    if dim is None:
+        return wrap(np.asarray(np.argmax(d), dtype=np.int64))
+    return wrap(np.argmax(d, axis=dim, keepdims=keepdim).astype(np.int64))
+
+
+def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    d = x._data
+    if dim is None:
+        return wrap(np.asarray(np.argmin(d), dtype=np.int64))
+    return wrap(np.argmin(d, axis=dim, keepdims=keepdim).astype(np.int64))
+
+
+class NormBackward1(Node):
+    __slots__ = ("_dims", "_keepdim", "_p", "out", "x")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        x = self.x
+        out = _expand_back(self.out, x.shape, self._dims, self._keepdim)
+        g = _expand_back(g, x.shape, self._dims, self._keepdim)
+        p = self._p
+        if p == 2:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                grad = np.where(out == 0, 0, x / out)
+        elif p == 1:
+            grad = np.sign(x)
+        elif p == np.inf:
+            mask = (np.abs(x) == out).astype(x.dtype)
+            grad = np.sign(x) * mask / mask.sum(axis=self._dims, keepdims=True)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                grad = np.where(out == 0, 0, np.sign(x) * np.abs(x) ** (p - 1) / out ** (p - 1))
+        return ((g * grad).astype(x.dtype, copy=False),)
+
+
+def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
+    d = x._data
+    order = 2 if p in ("fro", None) else float(p)
+    dims = normalize_dims(dim, d.ndim)
+    a = np.abs(d)
+    if order == np.inf:
+        out = np.max(a, axis=dims, keepdims=keepdim)
+    elif order == 2:
+        out = np.sqrt(np.sum(d * d, axis=dims, keepdims=keepdim))
+    elif order == 1:
+        out = np.sum(a, axis=dims, keepdims=keepdim)
+    elif order == 0:
+        out = np.sum(a != 0, axis=dims, keepdims=keepdim).astype(d.dtype)
+    else:
+        out = np.sum(a**order, axis=dims, keepdims=keepdim) ** (1.0 / order)
+    out = np.asarray(out, dtype=d.dtype)
+    if needs_grad(x) and order != 0:
+        node = NormBackward1((edge(x),))
+        node._dims, node._keepdim, node._p, node.x, node.out = dims, keepdim, order, d, out
+        node._save(x)
+        return record(out, node)
+    return wrap(out)
+
+
+class ProdBackward0(Node):
+    __slots__ = ("_dims", "_keepdim", "x")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        x = self.x
+        (axis,) = self._dims if len(self._dims) == 1 else (None,)
+        g = _expand_back(g, x.shape, self._dims, self._keepdim)
+        flat = axis is None
+        xs = x.reshape(-1) if flat else x
+        ax = 0 if flat else axis
+        # Product of all other elements, exact with zeros: exclusive cumprods from both sides.
+        ones = np.ones_like(np.take(xs, [0], axis=ax))
+        left = np.cumprod(np.concatenate([ones, np.delete(xs, -1, axis=ax)], axis=ax), axis=ax)
+        rev = np.flip(xs, axis=ax)
+        right = np.flip(
+            np.cumprod(np.concatenate([ones, np.delete(rev, -1, axis=ax)], axis=ax), axis=ax),
+            axis=ax,
+        )
+        others = (left * right).reshape(x.shape)
+        return (g * others,)
+
+
+def prod(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    d = x._data
+    dims = normalize_dims(dim, d.ndim)
+    out = np.asarray(
+        np.prod(
+            d, axis=None if dim is None else dims, keepdims=keepdim if dim is not None else False
+        )
+    )
+    if needs_grad(x):
+        node = ProdBackward0((edge(x),))
+        node._dims = dims if dim is not None else tuple(range(d.ndim))
+        node._keepdim = keepdim if dim is not None else False
+        node.x = d
+        node._save(x)
+        return record(out, node)
+    return wrap(out)
+
+
+class LogsumexpBackward0(Node):
+    __slots__ = ("_dims", "_keepdim", "out", "x")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        out = _expand_back(self.out, self.x.shape, self._dims, self._keepdim)
+        g = _expand_back(g, self.x.shape, self._dims, self._keepdim)
+        return (g * np.exp(self.x - out),)
+
+
+def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` along ``dim``, computed stably."""
+    d = x._data
+    dims = normalize_dims(dim, d.ndim)
+    m = np.max(d, axis=dims, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    out = np.log(np.sum(np.exp(d - m), axis=dims, keepdims=True)) + m
+    if not keepdim:
+        out = np.squeeze(out, axis=dims)
+    out = np.asarray(out, dtype=d.dtype)
+    if needs_grad(x):
+        node = LogsumexpBackward0((edge(x),))
+        node._dims, node._keepdim, node.x, node.out = dims, keepdim, d, out
+        node._save(x)
+        return record(out, node)
+    return wrap(out)
+
+
+class SoftmaxBackward0(Node):
+    __slots__ = ("_dim", "out")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        y = self.out
+        return (y * (g - np.sum(g * y, axis=self._dim, keepdims=True)),)
+
+
+class LogSoftmaxBackward0(Node):
+    __slots__ = ("_dim", "out")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g - np.exp(self.out) * np.sum(g, axis=self._dim, keepdims=True),)
+
+
+def _shifted(d: np.ndarray, axis: int) -> np.ndarray:
+    m = np.max(d, axis=axis, keepdims=True)
+    return d - np.where(np.isfinite(m), m, 0)
+
+
+def softmax(x: Tensor, dim: int) -> Tensor:
+    d = x._data
+    (axis,) = normalize_dims(dim, d.ndim)
+    e = np.exp(_shifted(d, axis))
+    out = e / np.sum(e, axis=axis, keepdims=True)
+    if needs_grad(x):
+        node = SoftmaxBackward0((edge(x),))
+        node._dim, node.out = axis, out
+        return record(out, node)
+    return wrap(out)
+
+
+def log_softmax(x: Tensor, dim: int) -> Tensor:
+    d = x._data
+    (axis,) = normalize_dims(dim, d.ndim)
+    z = _shifted(d, axis)
+    out = z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+    if needs_grad(x):
+        node = LogSoftmaxBackward0((edge(x),))
+        node._dim, node.out = axis, out
+        return record(out, node)
+    return wrap(out)

@@ -1,0 +1,261 @@
+"""Elementwise functions of one tensor: forward kernel and derivative side by side."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._base import Node, Tensor, edge, needs_grad, record, wrap
+
+__all__ = [
+    "abs",
+    "clamp",
+    "cos",
+    "exp",
+    "gelu",
+    "leaky_relu",
+    "log",
+    "relu",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sqrt",
+    "tanh",
+]
+
+
+class _SavesInput(Node):
+    __slots__ = ("x",)
+
+
+class _SavesOutput(Node):
+    __slots__ = ("out",)
+
+
+class ExpBackward0(_SavesOutput):
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g * self.out,)
+
+
+class LogBackward0(_SavesInput):
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g / self.x,)
+
+
+class SqrtBackward0(_SavesOutput):
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g / (2 * self.out),)
+
+
+class AbsBackward0(_SavesInput):
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g * np.sign(self.x),)
+
+
+class SinBackward0(_SavesInput):
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g * np.cos(self.x),)
+
+
+class CosBackward0(_SavesInput):
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (-g * np.sin(self.x),)
+
+
+class TanhBackward0(_SavesOutput):
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        out = self.out
+        return (g * (1 - out * out),)
+
+
+class SigmoidBackward0(_SavesOutput):
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        out = self.out
+        return (g * out * (1 - out),)
+
+
+class ReluBackward0(_SavesOutput):
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g * (self.out > 0),)
+
+
+class LeakyReluBackward0(_SavesInput):
+    __slots__ = ("_slope",)
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (np.where(self.x > 0, g, g * self._slope),)
+
+
+class GeluBackward0(_SavesInput):
+    __slots__ = ("_approximate",)
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        x = self.x
+        if self._approximate == "tanh":
+            k = math.sqrt(2.0 / math.pi)
+            inner = k * (x + 0.044715 * x**3)
+            t = np.tanh(inner)
+            d_inner = k * (1 + 3 * 0.044715 * x * x)
+            return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
+        cdf = 0.5 * (1 + _erf(x / math.sqrt(2.0)))
+        pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+        return (g * (cdf + x * pdf),)
+
+
+class ClampBackward1(_SavesInput):
+    __slots__ = ("_hi", "_lo")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        x = self.x
+        keep = np.ones(x.shape, dtype=bool)
+        if self._lo is not None:
+            keep &= x >= self._lo
+        if self._hi is not None:
+            keep &= x <= self._hi
+        return (g * keep,)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """Vectorised erf (numpy has none): Numerical Recipes' erfc Chebyshev fit, |rel err| < 1.2e-7.
+
+    That is float32 precision, which is what GELU needs; scipy would be a heavy dependency.
+    """
+    z = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -1.26551223 + t * (
+        1.00002368
+        + t
+        * (
+            0.37409196
+            + t
+            * (
+                0.09678418
+                + t
+                * (
+                    -0.18628806
+                    + t
+                    * (
+                        0.27886807
+                        + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))
+                    )
+                )
+            )
+        )
+    )
+    erfc = t * np.exp(-z * z + poly)
+    return np.where(x >= 0, 1.0 - erfc, erfc - 1.0).astype(x.dtype, copy=False)
+
+
+def _unary(x: Tensor, out: np.ndarray, cls: type[Node], saved: str) -> Tensor:
+    if needs_grad(x):
+        node = cls((edge(x),))
+        if saved == "x":
+            node.x = x._data  # type: ignore[attr-defined]
+            node._save(x)
+        else:
+            node.out = out  # type: ignore[attr-defined]
+        return record(out, node)
+    return wrap(out)
+
+
+def exp(x: Tensor) -> Tensor:
+    return _unary(x, np.exp(x._data), ExpBackward0, "out")
+
+
+def log(x: Tensor) -> Tensor:
+    return _unary(x, np.log(x._data), LogBackward0, "x")
+
+
+def sqrt(x: Tensor) -> Tensor:
+    return _unary(x, np.sqrt(x._data), SqrtBackward0, "out")
+
+
+def abs(x: Tensor) -> Tensor:
+    return _unary(x, np.abs(x._data), AbsBackward0, "x")
+
+
+def sin(x: Tensor) -> Tensor:
+    return _unary(x, np.sin(x._data), SinBackward0, "x")
+
+
+def cos(x: Tensor) -> Tensor:
+    return _unary(x, np.cos(x._data), CosBackward0, "x")
+
+
+def tanh(x: Tensor) -> Tensor:
+    return _unary(x, np.tanh(x._data), TanhBackward0, "out")
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    d = x._data
+    # Split by sign so exp never overflows.
+    e = np.exp(-np.abs(d))
+    out = np.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
+    return _unary(x, out, SigmoidBackward0, "out")
+
+
+def relu(x: Tensor) -> Tensor:
+    return _unary(x, np.maximum(x._data, 0), ReluBackward0, "out")
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    d = x._data
+    out = np.where(d > 0, d, d * negative_slope)
+    if needs_grad(x):
+        node = LeakyReluBackward0((edge(x),))
+        node.x = d
+        node._slope = negative_slope
+        node._save(x)
+        return record(out, node)
+    return wrap(out)
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """GELU, exact (erf) or with the tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    d = x._data
+    if approximate == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        out = 0.5 * d * (1 + np.tanh(k * (d + 0.044715 * d**3)))
+    else:
+        out = 0.5 * d * (1 + _erf(d / math.sqrt(2.0)))
+    out = out.astype(d.dtype, copy=False)
+    if needs_grad(x):
+        node = GeluBackward0((edge(x),))
+        node.x = d
+        node._approximate = approximate
+        node._save(x)
+        return record(out, node)
+    return wrap(out)
+
+
+def sign(x: Tensor) -> Tensor:
+    """Sign of each element; its gradient is zero, so it records no node."""
+    return wrap(np.sign(x._data))
+
+
+def _bound(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return value._data
+    return value
+
+
+def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Clamp into [min, max]; the gradient passes where the input lies inside (bounds included)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    lo, hi = _bound(min), _bound(max)
+    out = np.clip(x._data, lo, hi)
+    if out.dtype != x._data.dtype and x._data.dtype.kind == "f":
+        out = out.astype(x._data.dtype)
+    if needs_grad(x):
+        node = ClampBackward1((edge(x),))
+        node.x = x._data
+        node._lo = lo
+        node._hi = hi
+        node._save(x)
+        return record(out, node)
+    return wrap(out)

@@ -1,0 +1,768 @@
+"""The Tensor: a numpy array plus the autograd metadata PyTorch keeps beside it.
+
+Ops live in ``hookgrad._ops``; the methods here delegate to them so that ``x.exp()`` and
+``hookgrad.exp(x)`` share one implementation. Internal code reads the slots (``_data``,
+``_requires_grad``) directly: they are the hot path of every op.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import _dtype
+from .utils.hooks import HookDict, RemovableHandle
+
+if TYPE_CHECKING:
+    from .autograd.graph import AccumulateGrad, Node
+
+__all__ = ["Tensor"]
+
+_new = object.__new__
+
+
+def _wrap(data: np.ndarray) -> Tensor:
+    """Wrap an array as a Tensor without copying or validating: the ops' fast constructor."""
+    t = _new(Tensor)
+    t._data = data
+    t._grad = None
+    t._requires_grad = False
+    t.grad_fn = None
+    t._output_nr = 0
+    t._vbox = [0]
+    t._base = None
+    t._acc = None
+    t._hooks = None
+    return t
+
+
+class _TensorHooks:
+    """Hooks owned by the tensor itself rather than by a graph node."""
+
+    __slots__ = ("post_accumulate", "retains_grad", "view_error")
+
+    def __init__(self) -> None:
+        self.post_accumulate = HookDict()
+        self.retains_grad = False
+        # Set on outputs of custom Functions that returned an input as-is (SEMANTICS B-15).
+        self.view_error: str | None = None
+
+
+class Tensor:
+    """A multi-dimensional array that records operations for automatic differentiation."""
+
+    __slots__ = (
+        "__weakref__",
+        "_acc",
+        "_base",
+        "_data",
+        "_grad",
+        "_hooks",
+        "_output_nr",
+        "_requires_grad",
+        "_vbox",
+        "grad_fn",
+    )
+
+    _data: np.ndarray
+    _grad: Tensor | None
+    _requires_grad: bool
+    grad_fn: Node | None
+    _output_nr: int
+    _vbox: list[int]
+    _base: Tensor | None
+    _acc: AccumulateGrad | None
+    _hooks: _TensorHooks | None
+
+    # numpy must defer to Tensor's reflected operators (np.float32(2) * t -> t.__rmul__).
+    __array_ufunc__ = None
+
+    def __init__(self, data: Any = (), *, requires_grad: bool = False) -> None:
+        from ._creation import _to_array
+
+        self._data = _to_array(data, None, copy=True)
+        self._grad = None
+        self._requires_grad = False
+        self.grad_fn = None
+        self._output_nr = 0
+        self._vbox = [0]
+        self._base = None
+        self._acc = None
+        self._hooks = None
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._data.shape
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return self._data.shape
+        return self._data.shape[dim]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self._data.dtype
+
+    @property
+    def device(self) -> _dtype.device:
+        return _dtype.device("cpu")
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def element_size(self) -> int:
+        return int(self._data.itemsize)
+
+    @property
+    def _version(self) -> int:
+        return self._vbox[0]
+
+    # ------------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self.grad_fn is not None and not requires_grad:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self.grad_fn is not None and self._grad is None and not self.retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got {type(value).__name__}"
+                )
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(
+                    f"assigned grad has data of a different size: {list(value._data.shape)} "
+                    f"vs {list(self._data.shape)}"
+                )
+        self._grad = value
+
+    @property
+    def data(self) -> Tensor:
+        """A tensor sharing this one's array but detached from the graph."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data = value._data if isinstance(value, Tensor) else np.asarray(value)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._hooks is not None and self._hooks.retains_grad
+
+    @property
+    def _post_acc_hooks(self) -> HookDict | None:
+        return None if self._hooks is None else self._hooks.post_accumulate
+
+    def _own_hooks(self) -> _TensorHooks:
+        if self._hooks is None:
+            self._hooks = _TensorHooks()
+        return self._hooks
+
+    def detach(self) -> Tensor:
+        out = _wrap(self._data)
+        out._vbox = self._vbox  # shares storage, so shares the version counter
+        return out
+
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    # ------------------------------------------------------------------ hooks
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Register ``hook(grad)``, run each backward before the gradient is used (T-1..T-6)."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        from ._ops._base import edge
+
+        node, nr = edge(self)  # type: ignore[misc]
+        table = node._hook_tables().tensor_pre.setdefault(nr, HookDict())
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Register ``hook(tensor)``, run after ``.grad`` of this leaf is updated (T-9, T-10)."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        table = self._own_hooks().post_accumulate
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        return handle
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for a non-leaf (after all its hooks, T-11); a no-op on leaves."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self.retains_grad:
+            return
+        self._own_hooks().retains_grad = True
+        self.grad_fn._hook_tables().retains_grad[self._output_nr] = self
+
+    def backward(
+        self,
+        gradient: Tensor | None = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Sequence[Tensor] | Tensor | None = None,
+    ) -> None:
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ------------------------------------------------------------------ conversion
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        return self._data
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        return self._data.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()).item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __repr__(self) -> str:
+        from ._format import tensor_repr
+
+        return tensor_repr(self)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        from ._creation import _rebuild
+
+        return (_rebuild, (self._data, self._requires_grad))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment."
+            )
+        out = type(self).__new__(type(self))
+        Tensor.__init__(out, self._data.copy(), requires_grad=self._requires_grad)
+        if self._grad is not None:
+            out._grad = _wrap(self._grad._data.copy())
+        memo[id(self)] = out
+        return out
+
+    # ------------------------------------------------------------------ arithmetic
+    def __add__(self, other: Any) -> Tensor:
+        return _arith.add(self, other)
+
+    def __radd__(self, other: Any) -> Tensor:
+        return _arith.add(self, other)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return _arith.sub(self, other)
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return _arith.rsub(self, other)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return _arith.mul(self, other)
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return _arith.mul(self, other)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return _arith.div(self, other)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return _arith.rdiv(self, other)
+
+    def __pow__(self, exponent: Any) -> Tensor:
+        return _arith.pow(self, exponent)
+
+    def __rpow__(self, base: Any) -> Tensor:
+        return _arith.rpow(self, base)
+
+    def __matmul__(self, other: Tensor) -> Tensor:
+        return _arith.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return _arith.matmul(_as_tensor_like(other, self), self)
+
+    def __neg__(self) -> Tensor:
+        return _arith.neg(self)
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return _unary.abs(self)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        return _arith.floor_divide(self, other)
+
+    def __mod__(self, other: Any) -> Tensor:
+        return _arith.remainder(self, other)
+
+    add = __add__
+    sub = __sub__
+    subtract = __sub__
+    mul = __mul__
+    multiply = __mul__
+    div = __truediv__
+    divide = __truediv__
+    true_divide = __truediv__
+    pow = __pow__
+    matmul = __matmul__
+    neg = __neg__
+    negative = __neg__
+    floor_divide = __floordiv__
+    remainder = __mod__
+
+    def mm(self, other: Tensor) -> Tensor:
+        return _arith.matmul(self, other)
+
+    bmm = mm
+
+    def dot(self, other: Tensor) -> Tensor:
+        return _arith.matmul(self, other)
+
+    def maximum(self, other: Tensor) -> Tensor:
+        return _arith.maximum(self, other)
+
+    def minimum(self, other: Tensor) -> Tensor:
+        return _arith.minimum(self, other)
+
+    # ------------------------------------------------------------------ comparisons
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return _compare.eq(self, other)
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return _compare.ne(self, other)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return _compare.lt(self, other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return _compare.le(self, other)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return _compare.gt(self, other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return _compare.ge(self, other)
+
+    def __invert__(self) -> Tensor:
+        return _compare.logical_not(self)
+
+    def __and__(self, other: Any) -> Tensor:
+        return _compare.logical_and(self, other)
+
+    def __or__(self, other: Any) -> Tensor:
+        return _compare.logical_or(self, other)
+
+    eq = __eq__
+    ne = __ne__
+    lt = __lt__
+    le = __le__
+    gt = __gt__
+    ge = __ge__
+
+    def isnan(self) -> Tensor:
+        return _compare.isnan(self)
+
+    def isinf(self) -> Tensor:
+        return _compare.isinf(self)
+
+    def isfinite(self) -> Tensor:
+        return _compare.isfinite(self)
+
+    def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return _compare.all(self, dim, keepdim)
+
+    def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return _compare.any(self, dim, keepdim)
+
+    def equal(self, other: Tensor) -> bool:
+        return bool(
+            self._data.shape == other._data.shape and np.array_equal(self._data, other._data)
+        )
+
+    def allclose(
+        self, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
+    ) -> bool:
+        return bool(np.allclose(self._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    # ------------------------------------------------------------------ elementwise
+    def exp(self) -> Tensor:
+        return _unary.exp(self)
+
+    def log(self) -> Tensor:
+        return _unary.log(self)
+
+    def sqrt(self) -> Tensor:
+        return _unary.sqrt(self)
+
+    def abs(self) -> Tensor:
+        return _unary.abs(self)
+
+    def sin(self) -> Tensor:
+        return _unary.sin(self)
+
+    def cos(self) -> Tensor:
+        return _unary.cos(self)
+
+    def tanh(self) -> Tensor:
+        return _unary.tanh(self)
+
+    def sigmoid(self) -> Tensor:
+        return _unary.sigmoid(self)
+
+    def relu(self) -> Tensor:
+        return _unary.relu(self)
+
+    def sign(self) -> Tensor:
+        return _unary.sign(self)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:
+        return _unary.clamp(self, min, max)
+
+    clip = clamp
+
+    def softmax(self, dim: int) -> Tensor:
+        return _reduce.softmax(self, dim)
+
+    def log_softmax(self, dim: int) -> Tensor:
+        return _reduce.log_softmax(self, dim)
+
+    # ------------------------------------------------------------------ reductions
+    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        return _reduce.sum(self, dim, keepdim, dtype=dtype)
+
+    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        return _reduce.mean(self, dim, keepdim, dtype=dtype)
+
+    def var(
+        self,
+        dim: Any = None,
+        unbiased: bool | None = None,
+        keepdim: bool = False,
+        *,
+        correction: Any = None,
+    ) -> Tensor:
+        return _reduce.var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(
+        self,
+        dim: Any = None,
+        unbiased: bool | None = None,
+        keepdim: bool = False,
+        *,
+        correction: Any = None,
+    ) -> Tensor:
+        return _reduce.std(self, dim, unbiased, keepdim, correction=correction)
+
+    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return _reduce.max(self, dim, keepdim)
+
+    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+        return _reduce.min(self, dim, keepdim)
+
+    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+        return _reduce.amax(self, dim, keepdim)
+
+    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+        return _reduce.amin(self, dim, keepdim)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return _reduce.argmax(self, dim, keepdim)
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return _reduce.argmin(self, dim, keepdim)
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
+        return _reduce.norm(self, p, dim, keepdim)
+
+    def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return _reduce.prod(self, dim, keepdim)
+
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+        return _reduce.logsumexp(self, dim, keepdim)
+
+    # ------------------------------------------------------------------ shape
+    def reshape(self, *shape: Any) -> Tensor:
+        return _shape.reshape(self, *shape)
+
+    def view(self, *shape: Any) -> Tensor:
+        return _shape.view(self, *shape)
+
+    def view_as(self, other: Tensor) -> Tensor:
+        return _shape.view(self, other._data.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        return _shape.reshape(self, other._data.shape)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        return _shape.flatten(self, start_dim, end_dim)
+
+    def squeeze(self, dim: Any = None) -> Tensor:
+        return _shape.squeeze(self, dim)
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        return _shape.unsqueeze(self, dim)
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        return _shape.transpose(self, dim0, dim1)
+
+    def permute(self, *dims: Any) -> Tensor:
+        return _shape.permute(self, *dims)
+
+    def t(self) -> Tensor:
+        return _shape.t(self)
+
+    @property
+    def T(self) -> Tensor:
+        return _shape.permute(self, tuple(range(self._data.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> Tensor:
+        return _shape.transpose(self, -2, -1)
+
+    def expand(self, *sizes: Any) -> Tensor:
+        return _shape.expand(self, *sizes)
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return _shape.expand(self, other._data.shape)
+
+    def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        return _shape.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        return _shape.chunk(self, chunks, dim)
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        return _shape.unbind(self, dim)
+
+    def contiguous(self) -> Tensor:
+        return self
+
+    def clone(self) -> Tensor:
+        return _shape.clone(self)
+
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        return _shape.to(self, *args, **kwargs)
+
+    def type(self, dtype: Any) -> Tensor:
+        return _shape.to(self, dtype)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return _shape.to(self, other._data.dtype)
+
+    def float(self) -> Tensor:
+        return _shape.to(self, _dtype.float32)
+
+    def double(self) -> Tensor:
+        return _shape.to(self, _dtype.float64)
+
+    def half(self) -> Tensor:
+        return _shape.to(self, _dtype.float16)
+
+    def long(self) -> Tensor:
+        return _shape.to(self, _dtype.int64)
+
+    def int(self) -> Tensor:
+        return _shape.to(self, _dtype.int32)
+
+    def bool(self) -> Tensor:
+        return _shape.to(self, _dtype.bool_)
+
+    def cpu(self) -> Tensor:
+        return self
+
+    # ------------------------------------------------------------------ indexing
+    def __getitem__(self, index: Any) -> Tensor:
+        return _index.getitem(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        _index.setitem(self, index, value)
+
+    def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
+        return _index.masked_fill(self, mask, value)
+
+    def gather(self, dim: int, index: Tensor) -> Tensor:
+        return _index.gather(self, dim, index)
+
+    # ------------------------------------------------------------------ in place
+    def __iadd__(self, other: Any) -> Tensor:
+        return _inplace.add_(self, other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return _inplace.sub_(self, other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return _inplace.mul_(self, other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return _inplace.div_(self, other)
+
+    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return _inplace.add_(self, other, alpha=alpha)
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return _inplace.sub_(self, other, alpha=alpha)
+
+    def mul_(self, other: Any) -> Tensor:
+        return _inplace.mul_(self, other)
+
+    def div_(self, other: Any) -> Tensor:
+        return _inplace.div_(self, other)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
+        return _inplace.clamp_(self, min, max)
+
+    clip_ = clamp_
+
+    def zero_(self) -> Tensor:
+        return _inplace.fill_(self, 0)
+
+    def fill_(self, value: Any) -> Tensor:
+        return _inplace.fill_(self, value)
+
+    def copy_(self, src: Any) -> Tensor:
+        return _inplace.copy_(self, src)
+
+    def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
+        return _inplace.masked_fill_(self, mask, value)
+
+    def relu_(self) -> Tensor:
+        return _inplace.clamp_(self, 0, None)
+
+    # ------------------------------------------------------------------ factories
+    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+        from ._creation import zeros
+
+        return zeros(*size, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
+
+    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+        from ._creation import ones
+
+        return ones(*size, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
+
+    def new_full(
+        self, size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False
+    ) -> Tensor:
+        from ._creation import full
+
+        return full(size, fill_value, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
+
+    def new_tensor(self, data: Any, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+        from ._creation import tensor
+
+        return tensor(data, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
+
+
+def _as_tensor_like(value: Any, like: Tensor) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    return _wrap(np.asarray(value, dtype=like._data.dtype))
+
+
+# The op modules import Tensor from here, so they are bound after the class exists.
+from ._ops import arith as _arith  # noqa: E402
+from ._ops import compare as _compare  # noqa: E402
+from ._ops import index as _index  # noqa: E402
+from ._ops import inplace as _inplace  # noqa: E402
+from ._ops import reduce as _reduce  # noqa: E402
+from ._ops import shape as _shape  # noqa: E402
+from ._ops import unary as _unary  # noqa: E402

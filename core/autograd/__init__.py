@@ -1,0 +1,129 @@
+"""Automatic differentiation, as ``torch.autograd``: backward, grad, Function, gradcheck."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .._tensor import Tensor, _wrap
+from . import graph
+from ._engine import run_backward
+from .function import Function, FunctionCtx
+from .gradcheck import gradcheck
+
+__all__ = [
+    "Function",
+    "FunctionCtx",
+    "backward",
+    "enable_grad",
+    "grad",
+    "gradcheck",
+    "graph",
+    "is_grad_enabled",
+    "no_grad",
+    "set_grad_enabled",
+]
+
+
+def _as_list(value: Tensor | Sequence[Any] | None) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, Tensor):
+        return [value]
+    return list(value)
+
+
+def _root_edge(t: Tensor) -> tuple[Any, int]:
+    from .._ops._base import edge
+
+    if not t._requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    return edge(t)  # type: ignore[return-value]
+
+
+def _seed(t: Tensor, gradient: Any) -> np.ndarray:
+    if gradient is None:
+        if t._data.size != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        return np.ones(t._data.shape, dtype=t._data.dtype)
+    data = (
+        gradient._data
+        if isinstance(gradient, Tensor)
+        else np.asarray(gradient, dtype=t._data.dtype)
+    )
+    if data.shape != t._data.shape:
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[0] has a shape of {list(data.shape)} and output[0] "
+            f"has a shape of {list(t._data.shape)}."
+        )
+    # The caller owns this array; the engine may store a gradient into .grad, so copy it.
+    return np.array(data, copy=True)
+
+
+def _check_create_graph(create_graph: bool) -> None:
+    if create_graph:
+        raise NotImplementedError(
+            "create_graph=True (higher-order gradients) is not supported by hookgrad: backward "
+            "formulas run on numpy arrays and are not themselves recorded"
+        )
+
+
+def backward(
+    tensors: Tensor | Sequence[Tensor],
+    grad_tensors: Tensor | Sequence[Any] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Tensor | Sequence[Tensor] | None = None,
+) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the graph's leaves."""
+    _check_create_graph(create_graph)
+    outputs = _as_list(tensors)
+    seeds = _as_list(grad_tensors) or [None] * len(outputs)
+    roots = [_root_edge(t) for t in outputs]
+    arrays = [_seed(t, g) for t, g in zip(outputs, seeds)]
+    input_edges = None
+    if inputs is not None:
+        input_edges = [_root_edge(t) for t in _as_list(inputs)]
+    run_backward(roots, arrays, retain_graph=bool(retain_graph), inputs=input_edges)
+
+
+def grad(
+    outputs: Tensor | Sequence[Tensor],
+    inputs: Tensor | Sequence[Tensor],
+    grad_outputs: Tensor | Sequence[Any] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``."""
+    _check_create_graph(create_graph)
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    seeds = _as_list(grad_outputs) or [None] * len(outs)
+    roots = [_root_edge(t) for t in outs]
+    arrays = [_seed(t, g) for t, g in zip(outs, seeds)]
+    for i, t in enumerate(ins):
+        if not t._requires_grad:
+            raise RuntimeError(
+                f"One of the differentiated Tensors (input {i}) does not require grad"
+            )
+    edges = [_root_edge(t) for t in ins]
+    found = run_backward(
+        roots, arrays, retain_graph=bool(retain_graph), inputs=edges, accumulate=False
+    )
+    results: list[Tensor | None] = []
+    for i, (t, g) in enumerate(zip(ins, found)):
+        if g is None:
+            if materialize_grads:
+                g = np.zeros_like(t._data)
+            elif not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {i}) appears to not have been used "
+                    "in the graph. Set allow_unused=True if this is the desired behavior."
+                )
+        results.append(None if g is None else _wrap(np.array(g, copy=True)))
+    return tuple(results)

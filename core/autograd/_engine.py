@@ -1,0 +1,261 @@
+"""The backward pass: a dependency-counted walk over the graph.
+
+Among ready nodes the most recently created runs first (a max-heap on the sequence number),
+and leaf accumulation runs as soon as its gradient is complete, which is what makes hook
+order match PyTorch (SEMANTICS T-18). Gradients travel as numpy arrays; they are wrapped in
+Tensors only when a hook must see them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .._grad_mode import _state as _grad_state
+from .._tensor import _wrap
+from . import _hook_calls
+from .graph import AccumulateGrad, Node
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+
+Edge = tuple[Node, int]
+
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class _GraphTask:
+    """State of one backward call: buffers, dependency counts, captured gradients."""
+
+    __slots__ = ("buffers", "captures", "deps", "needed", "owned", "retain_graph")
+
+    def __init__(self, retain_graph: bool) -> None:
+        self.retain_graph = retain_graph
+        self.buffers: dict[Node, list[np.ndarray | None]] = {}
+        self.deps: dict[Node, int] = {}
+        # Arrays already stored as some tensor's .grad in this pass: storing one twice would
+        # alias two .grad tensors, so a second owner gets a copy.
+        self.owned: dict[int, np.ndarray] = {}
+        self.needed: set[Node] | None = None
+        self.captures: dict[Edge, np.ndarray | None] | None = None
+
+
+def run_backward(
+    roots: Sequence[Edge],
+    seeds: Sequence[np.ndarray],
+    *,
+    retain_graph: bool,
+    inputs: Sequence[Edge] | None = None,
+    accumulate: bool = True,
+) -> list[np.ndarray | None]:
+    """Propagate ``seeds`` from the ``roots`` edges back through the graph.
+
+    With ``inputs``, only the part of the graph leading to those edges runs. When
+    ``accumulate`` is False (``autograd.grad``) the gradients reaching ``inputs`` are returned
+    instead of being accumulated into ``.grad``.
+    """
+    task = _GraphTask(retain_graph)
+    _count_dependencies(task, roots)
+    if inputs is not None:
+        task.needed = _needed_nodes(task, roots, inputs)
+        if not accumulate:
+            task.captures = dict.fromkeys(inputs)
+    ready: list[tuple[int, int, Node]] = []
+    previous_mode = _grad_state.enabled
+    _grad_state.enabled = False  # hooks and formulas run without recording (T-16)
+    try:
+        _seed_roots(task, ready, roots, seeds)
+        _drain(task, ready)
+    finally:
+        _grad_state.enabled = previous_mode
+    if task.captures is None:
+        return []
+    return [task.captures[edge] for edge in inputs or ()]
+
+
+def _seed_roots(
+    task: _GraphTask,
+    ready: list[tuple[int, int, Node]],
+    roots: Sequence[Edge],
+    seeds: Sequence[np.ndarray],
+) -> None:
+    """Play the graph root: deliver each seed to its root edge."""
+    buffers, deps = task.buffers, task.deps
+    for (node, nr), seed in zip(roots, seeds):
+        buffer = buffers.get(node)
+        if buffer is None:
+            buffer = buffers[node] = [None] * node._n_out
+        current = buffer[nr]
+        buffer[nr] = seed if current is None else current + seed
+        deps[node] -= 1
+        if deps[node] == 0:
+            heapq.heappush(ready, (-node._seq, -len(ready), node))
+
+
+def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
+    """The main loop. Deliberately one function: it runs once per node of every backward."""
+    buffers, deps, needed = task.buffers, task.deps, task.needed
+    retain = task.retain_graph
+    heappop, heappush = heapq.heappop, heapq.heappush
+    counter = 0
+    while ready:
+        node = heappop(ready)[2]
+        grads = buffers.pop(node)
+        if needed is not None and node not in needed:
+            continue
+        hooks = node._hooks
+        if hooks is not None:
+            grads = _hook_calls.run_pre_hooks(node, hooks, grads)
+        if task.captures is not None:
+            _capture(task.captures, node, grads)
+        if type(node) is AccumulateGrad:
+            if task.captures is None:
+                _accumulate(task, node.variable, grads[0])  # type: ignore[attr-defined]
+            continue
+        outputs = _compute(node, grads)
+        if hooks is not None and hooks.post:
+            outputs = _hook_calls.run_post_hooks(node, hooks, outputs, grads)
+        if not retain:
+            node._release()
+        for edge, grad in zip(node._next, outputs):
+            if edge is None:
+                continue
+            child, nr = edge
+            buffer = buffers.get(child)
+            if buffer is None:
+                buffer = buffers[child] = [None] * child._n_out
+            if grad is not None:
+                current = buffer[nr]
+                buffer[nr] = grad if current is None else current + grad
+            remaining = deps[child] - 1
+            deps[child] = remaining
+            if remaining == 0:
+                counter += 1
+                heappush(ready, (-child._seq, counter, child))
+
+
+def _capture(
+    captures: dict[Edge, np.ndarray | None], node: Node, grads: list[np.ndarray | None]
+) -> None:
+    for nr, grad in enumerate(grads):
+        if (node, nr) in captures:
+            captures[(node, nr)] = grad
+
+
+def _count_dependencies(task: _GraphTask, roots: Sequence[Edge]) -> None:
+    deps = task.deps
+    stack = []
+    for node, _ in roots:
+        if node not in deps:
+            deps[node] = 0
+            stack.append(node)
+        deps[node] += 1
+    while stack:
+        for edge in stack.pop()._next:
+            if edge is None:
+                continue
+            child = edge[0]
+            count = deps.get(child)
+            if count is None:
+                deps[child] = 1
+                stack.append(child)
+            else:
+                deps[child] = count + 1
+
+
+def _needed_nodes(task: _GraphTask, roots: Sequence[Edge], inputs: Sequence[Edge]) -> set[Node]:
+    """Nodes from which some input edge is reachable: the only ones worth executing."""
+    targets = {node for node, _ in inputs}
+    memo: dict[Node, bool] = {}
+    for node in task.deps:  # post-order without recursion
+        stack = [(node, iter(node._next))]
+        if node in memo:
+            continue
+        memo[node] = node in targets
+        while stack:
+            current, children = stack[-1]
+            for edge in children:
+                if edge is None:
+                    continue
+                child = edge[0]
+                if child not in memo:
+                    memo[child] = child in targets
+                    stack.append((child, iter(child._next)))
+                    break
+            else:
+                stack.pop()
+                if not memo[current]:
+                    memo[current] = any(
+                        e is not None and memo.get(e[0], False) for e in current._next
+                    )
+    return {node for node, needed in memo.items() if needed}
+
+
+def _compute(node: Node, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+    if node._freed and node._saved_fields:
+        raise RuntimeError(_FREED_MESSAGE)
+    for tensor, version in node._versions:
+        if tensor._vbox[0] != version:
+            raise RuntimeError(_modified_message(tensor, version))
+    if node._n_out == 1 and not node._materialize:
+        grad = grads[0]
+        if grad is None:
+            return (None,) * len(node._next)
+        return node.backward(grad)
+    if not node._materialize and all(g is None for g in grads):
+        return (None,) * len(node._next)
+    return node.backward_multi(grads)
+
+
+def _modified_message(tensor: Tensor, version: int) -> str:
+    fn = tensor.grad_fn
+    origin = f", which is output {tensor._output_nr} of {fn.name()}," if fn is not None else ""
+    kind = {np.dtype("float32"): "FloatTensor", np.dtype("float64"): "DoubleTensor"}.get(
+        tensor._data.dtype, f"{tensor._data.dtype}Tensor"
+    )
+    shape = ", ".join(str(s) for s in tensor._data.shape)
+    return (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [hookgrad.{kind} [{shape}]]{origin} is at version {tensor._vbox[0]}; "
+        f"expected version {version} instead. Hint: the backtrace further above shows the "
+        "operation that failed to compute its gradient."
+    )
+
+
+def _accumulate(task: _GraphTask, variable: Tensor, grad: np.ndarray | None) -> None:
+    """Add ``grad`` into ``variable.grad`` (in place after the first time), then post hooks."""
+    if grad is None:
+        return
+    if grad.dtype != variable._data.dtype:
+        grad = grad.astype(variable._data.dtype)
+    current = variable._grad
+    if current is None:
+        variable._grad = _make_owned_tensor(task, grad, variable._data.shape)
+    else:
+        data = current._data
+        if data.shape == grad.shape and data.flags.writeable:
+            np.add(data, grad, out=data)
+            current._vbox[0] += 1
+        else:
+            current._data = data + grad
+    post = variable._post_acc_hooks
+    if post:
+        _hook_calls.run_post_accumulate_hooks(variable, post)
+
+
+def _make_owned_tensor(task: _GraphTask, grad: np.ndarray, shape: tuple[int, ...]) -> Tensor:
+    if grad.shape != shape:
+        grad = np.broadcast_to(grad, shape)
+    if grad.base is not None or id(grad) in task.owned or not grad.flags.writeable:
+        grad = np.array(grad, copy=True)
+    task.owned[id(grad)] = grad
+    return _wrap(grad)

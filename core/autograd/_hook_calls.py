@@ -1,0 +1,135 @@
+"""Calling the hooks stored on graph nodes and leaf tensors during backward.
+
+Each table is snapshotted before iterating (SEMANTICS H-5): a hook that adds or removes hooks
+changes the next pass, not this one. Gradients are wrapped into Tensors for the hook and
+unwrapped after, and every replacement is checked as PyTorch checks it (T-8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+    from .graph import Node, NodeHooks
+
+
+def _tensor_type():  # type: ignore[no-untyped-def]
+    from .._tensor import Tensor
+
+    return Tensor
+
+
+def _as_tensor(grad: np.ndarray | None) -> Tensor | None:
+    if grad is None:
+        return None
+    from .._tensor import _wrap
+
+    return _wrap(grad)
+
+
+def _hook_name(hook: Callable[..., Any]) -> str:
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def _checked_replacement(
+    hook: Callable[..., Any], value: Any, like: np.ndarray | None
+) -> np.ndarray:
+    """Validate a tensor hook's return value as PyTorch does and return its array."""
+    if not isinstance(value, _tensor_type()):
+        raise TypeError(
+            f"expected Tensor or None as the return value of hook {_hook_name(hook)!r} "
+            f"(got {type(value).__name__})"
+        )
+    data = value._data
+    if like is not None and data.shape != like.shape:
+        raise RuntimeError(
+            f"hook {_hook_name(hook)!r} has changed the size of value: "
+            f"expected {list(like.shape)} but got {list(data.shape)}"
+        )
+    return data
+
+
+def run_tensor_hooks(
+    hooks: dict[int, Callable[..., Any]], grad: np.ndarray | None
+) -> np.ndarray | None:
+    """Run one tensor's hooks in registration order, each seeing the previous result (T-6)."""
+    for hook in tuple(hooks.values()):
+        result = hook(_as_tensor(grad))
+        if result is not None:
+            grad = _checked_replacement(hook, result, grad)
+    return grad
+
+
+def run_pre_hooks(
+    node: Node, hooks: NodeHooks, grads: list[np.ndarray | None]
+) -> list[np.ndarray | None]:
+    """Tensor hooks, then retain_grad, then the node's own pre-hooks (torch's call order)."""
+    if hooks.tensor_pre:
+        grads = list(grads)
+        for nr, table in tuple(hooks.tensor_pre.items()):
+            if table:
+                grads[nr] = run_tensor_hooks(table, grads[nr])
+    if hooks.retains_grad:
+        for nr, tensor in tuple(hooks.retains_grad.items()):
+            _retain(tensor, grads[nr])
+    if hooks.pre:
+        for hook in tuple(hooks.pre.values()):
+            result = hook(tuple(_as_tensor(g) for g in grads))
+            if result is not None:
+                grads = _replace_all(hook, result, grads, "grad_outputs")
+    return grads
+
+
+def _retain(tensor: Tensor, grad: np.ndarray | None) -> None:
+    if grad is None:
+        return
+    from .._tensor import _wrap
+
+    if tensor._grad is None:
+        tensor._grad = _wrap(np.array(grad, copy=True))
+    else:
+        tensor._grad = _wrap(tensor._grad._data + grad)
+
+
+def run_post_hooks(
+    node: Node,
+    hooks: NodeHooks,
+    outputs: Sequence[np.ndarray | None],
+    grads: Sequence[np.ndarray | None],
+) -> tuple[np.ndarray | None, ...]:
+    """Node hooks ``hook(grad_inputs, grad_outputs)``; a non-None return replaces grad_inputs."""
+    grad_outputs = tuple(_as_tensor(g) for g in grads)
+    current = list(outputs)
+    for hook in tuple(hooks.post.values()):
+        result = hook(tuple(_as_tensor(g) for g in current), grad_outputs)
+        if result is not None:
+            current = _replace_all(hook, result, current, "grad_inputs")
+    return tuple(current)
+
+
+def _replace_all(
+    hook: Callable[..., Any],
+    result: Any,
+    current: Sequence[np.ndarray | None],
+    what: str,
+) -> list[np.ndarray | None]:
+    if len(result) != len(current):
+        raise RuntimeError(
+            f"hook {_hook_name(hook)!r} returned an invalid number of {what}: "
+            f"got {len(result)}, but expected {len(current)}"
+        )
+    replaced: list[np.ndarray | None] = []
+    for old, new in zip(current, result):
+        replaced.append(None if new is None else _checked_replacement(hook, new, old))
+    return replaced
+
+
+def run_post_accumulate_hooks(tensor: Tensor, hooks: dict[int, Callable[..., Any]]) -> None:
+    """Post-accumulate hooks receive the leaf itself and must return None (T-9)."""
+    for hook in tuple(hooks.values()):
+        if hook(tensor) is not None:
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")

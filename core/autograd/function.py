@@ -1,0 +1,179 @@
+"""Custom differentiable operations, as ``torch.autograd.Function``.
+
+``MyOp.apply(*args)`` runs ``forward(ctx, *args)`` without recording and puts one node in the
+graph whose backward calls ``MyOp.backward(ctx, *grads)``. Missing output gradients arrive as
+zeros unless ``ctx.set_materialize_grads(False)``. An input returned unchanged comes back as
+a new tensor object (a view), and modifying it in place is an error (SEMANTICS B-14, B-15).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._grad_mode import _state as grad_state
+from .._tensor import Tensor, _TensorHooks, _wrap
+from .graph import Node
+
+__all__ = ["Function", "FunctionCtx"]
+
+
+class FunctionCtx:
+    """The ``ctx`` passed to forward and backward: saved tensors and flags."""
+
+    def __init__(self) -> None:
+        self.saved_tensors: tuple[Tensor, ...] = ()
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self.materialize_grads = True
+        self.non_differentiable: set[int] = set()
+        self.dirty: set[int] = set()
+
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        self.saved_tensors = tuple(tensors)  # type: ignore[arg-type]
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        self.non_differentiable.update(id(t) for t in tensors)
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        self.dirty.update(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+
+class FunctionBackward(Node):
+    """The graph node of one ``Function.apply`` call."""
+
+    __slots__ = ("_function", "_is_tensor", "_materialize", "_n_out", "_out_meta", "ctx")
+    _function_class: ClassVar[type[Function]]
+
+    def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+        ctx = self.ctx
+        if self._materialize:
+            grads = [
+                np.zeros(shape, dtype=dtype) if g is None else g
+                for g, (shape, dtype) in zip(grads, self._out_meta)
+            ]
+        results = self._function.backward(ctx, *(None if g is None else _wrap(g) for g in grads))
+        if not isinstance(results, tuple):
+            results = (results,)
+        n_inputs = len(ctx.needs_input_grad)
+        if len(results) != n_inputs:
+            if len(results) > n_inputs and all(r is None for r in results[n_inputs:]):
+                results = results[:n_inputs]
+            else:
+                raise RuntimeError(
+                    f"function {type(self).__name__} returned an incorrect number of gradients "
+                    f"(expected {n_inputs}, got {len(results)})"
+                )
+        return tuple(
+            _grad_array(self, r) for r, is_tensor in zip(results, self._is_tensor) if is_tensor
+        )
+
+    def backward(self, grad: Any) -> tuple[np.ndarray | None, ...]:
+        return self.backward_multi([grad])
+
+
+def _grad_array(node: Node, value: Any) -> np.ndarray | None:
+    if value is None:
+        return None
+    if not isinstance(value, Tensor):
+        raise TypeError(
+            f"function {type(node).__name__} returned a gradient of type {type(value).__name__}; "
+            "expected a Tensor or None"
+        )
+    return value._data
+
+
+_node_classes: dict[type, type[FunctionBackward]] = {}
+
+
+def _node_class(function: type[Function]) -> type[FunctionBackward]:
+    """One node class per Function, named ``<Function>Backward`` as torch names them."""
+    cls = _node_classes.get(function)
+    if cls is None:
+        cls = type(f"{function.__name__}Backward", (FunctionBackward,), {"__slots__": ()})
+        _node_classes[function] = cls
+    return cls
+
+
+class Function:
+    """Base class for custom ops: implement static ``forward(ctx, ...)`` and ``backward(ctx, ...)``."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
+        raise NotImplementedError(
+            "You must implement the backward function for custom autograd.Function."
+        )
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        from .._ops._base import edge
+
+        ctx = FunctionCtx()
+        is_tensor = tuple(isinstance(a, Tensor) for a in args)
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        recording = grad_state.enabled and any(ctx.needs_input_grad)
+        previous = grad_state.enabled
+        grad_state.enabled = False
+        try:
+            outputs = cls.forward(ctx, *args, **kwargs)
+        finally:
+            grad_state.enabled = previous
+        if not recording:
+            return outputs
+        single = not isinstance(outputs, tuple)
+        items = (outputs,) if single else outputs
+        node_cls = _node_class(cls)
+        node = node_cls(tuple(edge(a) for a in args if isinstance(a, Tensor)))
+        node.ctx = ctx
+        node._function = cls
+        node._is_tensor = is_tensor
+        node._save(*(t for t in ctx.saved_tensors if t is not None))
+        node._materialize = ctx.materialize_grads
+        node._n_out = len(items)
+        node._out_meta = [
+            (o._data.shape, o._data.dtype) if isinstance(o, Tensor) else ((), np.float32)
+            for o in items
+        ]
+        inputs_by_id = {id(a): a for a in args if isinstance(a, Tensor)}
+        wrapped = tuple(
+            _attach(o, node, nr, inputs_by_id, ctx) if isinstance(o, Tensor) else o
+            for nr, o in enumerate(items)
+        )
+        return wrapped[0] if single else wrapped
+
+
+def _attach(
+    out: Tensor, node: FunctionBackward, nr: int, inputs: dict[int, Tensor], ctx: FunctionCtx
+) -> Tensor:
+    if id(out) in ctx.non_differentiable:
+        return out
+    if out._data.dtype.kind != "f":
+        return out
+    source = inputs.get(id(out))
+    if source is not None and id(out) not in ctx.dirty:
+        # An input returned as-is becomes a new view object of that input.
+        view = _wrap(out._data)
+        view._vbox = source._vbox
+        view._base = source if source._base is None else source._base
+        hooks = view._hooks = _TensorHooks()
+        hooks.view_error = (
+            f"Output {nr} of {type(node).__name__} is a view and is being modified inplace. This "
+            "view was created inside a custom Function (or because an input was returned as-is) "
+            "and the autograd logic to handle view+inplace would override the custom backward "
+            "associated with the custom Function, leading to incorrect gradients. This behavior "
+            "is forbidden. You can fix this by cloning the output of the custom Function."
+        )
+        out = view
+    out._requires_grad = True
+    out.grad_fn = node
+    out._output_nr = nr
+    return out

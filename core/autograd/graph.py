@@ -1,0 +1,150 @@
+"""Autograd graph nodes, as ``torch.autograd.graph``.
+
+A :class:`Node` is what ``tensor.grad_fn`` returns: one recorded operation. Its ``_next``
+edges point at the nodes that produced its inputs, each as ``(node, output_nr)``, or None for
+an input that needs no gradient. Hook tables stay None until a hook is registered, so nodes
+without hooks cost the engine one attribute check.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from ..utils.hooks import HookDict, RemovableHandle
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+
+__all__ = ["AccumulateGrad", "Node"]
+
+Edge = tuple["Node", int]
+
+# Leaf accumulation outranks every other ready node (torch gives it the largest sequence number).
+ACCUMULATE_PRIORITY: int = sys.maxsize
+
+_sequence = iter(range(sys.maxsize))
+
+
+def next_sequence_nr() -> int:
+    """The creation order of graph nodes; the engine runs the most recent ready node first."""
+    return next(_sequence)
+
+
+class NodeHooks:
+    """The hook tables of one node, created on the first registration."""
+
+    __slots__ = ("post", "pre", "retains_grad", "tensor_pre")
+
+    def __init__(self) -> None:
+        # output_nr -> hooks registered through Tensor.register_hook for that output.
+        self.tensor_pre: dict[int, HookDict] = {}
+        # output_nr -> the tensor whose .grad retain_grad() fills (runs after tensor_pre).
+        self.retains_grad: dict[int, Tensor] = {}
+        self.pre = HookDict()
+        self.post = HookDict()
+
+
+class Node:
+    """One recorded operation: computes input gradients from output gradients."""
+
+    __slots__ = ("__weakref__", "_freed", "_hooks", "_next", "_seq", "_versions")
+
+    # Number of forward outputs, i.e. gradient slots the engine buffers for this node.
+    _n_out: ClassVar[int] = 1
+    # True for custom Functions: missing output gradients become zeros before backward().
+    _materialize: ClassVar[bool] = False
+    # Names of the slots holding saved values, freed after backward unless retain_graph.
+    _saved_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__slots__", ())
+        if isinstance(own, str):
+            own = (own,)
+        cls._saved_fields = cls._saved_fields + tuple(s for s in own if not s.startswith("_"))
+
+    def __init__(self, edges: tuple[Edge | None, ...]) -> None:
+        self._next = edges
+        self._seq = next(_sequence)
+        self._hooks: NodeHooks | None = None
+        self._versions: tuple[tuple[Tensor, int], ...] = ()
+        self._freed = False
+
+    # -- to be provided by each operation ---------------------------------------------------
+    def backward(self, grad: Any) -> tuple[np.ndarray | None, ...]:
+        """Given the gradient of the output, return one gradient per edge (None where unneeded)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no backward formula")
+
+    def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+        """Multi-output nodes override this; grads holds one entry per output (None if unused)."""
+        return self.backward(grads[0])
+
+    # -- public API mirroring torch.autograd.graph.Node -------------------------------------
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
+        return tuple((None, 0) if e is None else e for e in self._next)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {}
+
+    def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
+        """Register ``fn(grad_inputs, grad_outputs)`` to run after this node's backward.
+
+        A non-None return replaces ``grad_inputs`` (the gradients sent to ``next_functions``).
+        """
+        hooks = self._hook_tables()
+        handle = RemovableHandle(hooks.post)
+        hooks.post[handle.id] = fn
+        return handle
+
+    def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
+        """Register ``fn(grad_outputs)`` to run before this node's backward; may replace them."""
+        hooks = self._hook_tables()
+        handle = RemovableHandle(hooks.pre)
+        hooks.pre[handle.id] = fn
+        return handle
+
+    def _hook_tables(self) -> NodeHooks:
+        if self._hooks is None:
+            self._hooks = NodeHooks()
+        return self._hooks
+
+    # -- engine support -----------------------------------------------------------------------
+    def _save(self, *tensors: Tensor) -> None:
+        """Remember the versions of tensors this node's formula reads at backward time."""
+        self._versions = tuple((t, t._vbox[0]) for t in tensors)
+
+    def _release(self) -> None:
+        for field in self._saved_fields:
+            setattr(self, field, None)
+        self._freed = True
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+
+class AccumulateGrad(Node):
+    """The sink of a leaf tensor: adds the incoming gradient into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+    _saved_fields = ()
+
+    def __init__(self, variable: Tensor) -> None:
+        self._next = ()
+        self._seq = ACCUMULATE_PRIORITY
+        self._hooks = None
+        self._versions = ()
+        self._freed = False
+        self.variable = variable
+
+    def _release(self) -> None:
+        # The leaf itself is not a saved value: a second backward must reach it again.
+        return None

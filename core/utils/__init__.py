@@ -1,0 +1,5 @@
+"""Utilities mirroring ``torch.utils``: hook handles live in :mod:`hookgrad.utils.hooks`."""
+
+from . import hooks
+
+__all__ = ["hooks"]
