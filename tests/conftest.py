@@ -17,3 +17,15 @@ def _fresh_global_state() -> Iterator[None]:
     hookgrad.set_grad_enabled(True)
     yield
     hookgrad.set_grad_enabled(previous)
+
+
+@pytest.fixture(params=["hookgrad", "torch"])
+def lib(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """The library under test: hookgrad, and torch 2.13 as the oracle when it is installed.
+
+    Tests written against ``lib`` assert literal expected values, so each one pins hookgrad's
+    behaviour and, on the torch run, checks that the expectation is PyTorch's own.
+    """
+    if request.param == "torch":
+        return pytest.importorskip("torch")
+    return hookgrad

@@ -9,6 +9,8 @@ Tensors only when a hook must see them.
 from __future__ import annotations
 
 import heapq
+import itertools
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -33,13 +35,38 @@ _FREED_MESSAGE = (
 )
 
 
+class _RunningTasks(threading.local):
+    """The backward calls under way in this thread, innermost last (hooks may nest backward)."""
+
+    stack: list[_GraphTask]
+
+    def __init__(self) -> None:
+        self.stack = []
+
+
+_running = _RunningTasks()
+
+
+def current_graph_task() -> _GraphTask | None:
+    """The backward call whose hooks are running now, or None outside backward."""
+    stack = _running.stack
+    return stack[-1] if stack else None
+
+
 class _GraphTask:
     """State of one backward call: buffers, dependency counts, captured gradients."""
 
-    __slots__ = ("buffers", "captures", "deps", "needed", "owned", "retain_graph")
+    __slots__ = ("buffers", "captures", "deps", "id", "needed", "owned", "retain_graph")
+
+    _ids = itertools.count()
+
+    def will_execute(self, node: Node) -> bool:
+        """Whether ``node`` runs in this backward (torch's ``_will_engine_execute_node``)."""
+        return node in self.deps and (self.needed is None or node in self.needed)
 
     def __init__(self, retain_graph: bool) -> None:
         self.retain_graph = retain_graph
+        self.id = next(_GraphTask._ids)  # unique per backward call, as torch's graph task id
         self.buffers: dict[Node, list[np.ndarray | None]] = {}
         self.deps: dict[Node, int] = {}
         # Arrays already stored as some tensor's .grad in this pass: storing one twice would
@@ -72,10 +99,12 @@ def run_backward(
     ready: list[tuple[int, int, Node]] = []
     previous_mode = _grad_state.enabled
     _grad_state.enabled = False  # hooks and formulas run without recording (T-16)
+    _running.stack.append(task)
     try:
         _seed_roots(task, ready, roots, seeds)
         _drain(task, ready)
     finally:
+        _running.stack.pop()
         _grad_state.enabled = previous_mode
     if task.captures is None:
         return []

@@ -40,15 +40,12 @@ def _checked_replacement(
 ) -> np.ndarray:
     """Validate a tensor hook's return value as PyTorch does and return its array."""
     if not isinstance(value, _tensor_type()):
-        raise TypeError(
-            f"expected Tensor or None as the return value of hook {_hook_name(hook)!r} "
-            f"(got {type(value).__name__})"
-        )
+        raise TypeError(f"expected Variable, but hook returned '{type(value).__name__}'")
     data = value._data
     if like is not None and data.shape != like.shape:
         raise RuntimeError(
-            f"hook {_hook_name(hook)!r} has changed the size of value: "
-            f"expected {list(like.shape)} but got {list(data.shape)}"
+            f"hook {_hook_name(hook)!r} has changed the size of value "
+            f"(expected {list(like.shape)}, got {list(data.shape)})"
         )
     return data
 
@@ -129,7 +126,15 @@ def _replace_all(
 
 
 def run_post_accumulate_hooks(tensor: Tensor, hooks: dict[int, Callable[..., Any]]) -> None:
-    """Post-accumulate hooks receive the leaf itself and must return None (T-9)."""
+    """Post-accumulate hooks receive the leaf itself and must return None (T-9).
+
+    As in torch, returning the tensor itself is tolerated, a non-tensor is a TypeError and
+    any other tensor a RuntimeError; either way ``.grad`` was already updated.
+    """
     for hook in tuple(hooks.values()):
-        if hook(tensor) is not None:
-            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+        result = hook(tensor)
+        if result is None or result is tensor:
+            continue
+        if not isinstance(result, _tensor_type()):
+            raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+        raise RuntimeError("Tensor post accumulate grad hooks should return None.")

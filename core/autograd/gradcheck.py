@@ -47,7 +47,13 @@ def _analytical(fn: Callable[..., Any], inputs: Sequence[Any], i: int, k: int) -
     for j in range(out._data.size):
         seed = np.zeros(out._data.size, dtype=out._data.dtype)
         seed[j] = 1
-        (g,) = grad(out, inputs[i], _wrap(seed.reshape(out._data.shape)), allow_unused=True)
+        (g,) = grad(
+            out,
+            inputs[i],
+            _wrap(seed.reshape(out._data.shape)),
+            retain_graph=True,
+            allow_unused=True,
+        )
         size = inputs[i]._data.size
         rows.append(np.zeros(size) if g is None else g._data.astype(np.float64).reshape(-1))
     return np.stack(rows, axis=0) if rows else np.zeros((0, 0))

@@ -9,7 +9,8 @@ without hooks cost the engine one attribute check.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..utils.hooks import HookDict, RemovableHandle
 if TYPE_CHECKING:
     from .._tensor import Tensor
 
-__all__ = ["AccumulateGrad", "Node"]
+__all__ = ["AccumulateGrad", "Node", "register_multi_grad_hook"]
 
 Edge = tuple["Node", int]
 
@@ -148,3 +149,92 @@ class AccumulateGrad(Node):
     def _release(self) -> None:
         # The leaf itself is not a saved value: a second backward must reach it again.
         return None
+
+
+class _MultiHandle:
+    """Handle of a multi-grad hook: removable and a context manager, but with no ``id`` (H-7)."""
+
+    __slots__ = ("_handles",)
+
+    def __init__(self, handles: tuple[RemovableHandle, ...]) -> None:
+        self._handles = handles
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+    def __enter__(self) -> _MultiHandle:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(
+    tensors: Sequence[Tensor], fn: Callable[..., Any], *, mode: str = "all"
+) -> _MultiHandle:
+    """Call ``fn`` once per backward when the gradients of ``tensors`` are ready (MG-1..MG-6).
+
+    Built from one ordinary tensor hook per tensor, as torch builds it, so it sees gradients
+    as changed by hooks registered before it. ``mode="all"`` calls ``fn(grads)`` with a list
+    (None for tensors that got no gradient) once the last participating tensor is processed;
+    ``mode="any"`` calls ``fn(grad)`` with the first gradient computed.
+    """
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    if mode == "any":
+        return _MultiHandle(_register_any(tensors, fn))
+    return _MultiHandle(_register_all(tensors, fn))
+
+
+def _register_any(tensors: Sequence[Tensor], fn: Callable[..., Any]) -> tuple[RemovableHandle, ...]:
+    from ._engine import current_graph_task
+
+    fired: set[int] = set()
+
+    def hook(grad: Any) -> None:
+        running = current_graph_task()
+        task = -1 if running is None else running.id
+        if task in fired:
+            return
+        fired.add(task)
+        fn(grad)
+
+    return tuple(t.register_hook(hook) for t in tensors if t.requires_grad)
+
+
+def _register_all(tensors: Sequence[Tensor], fn: Callable[..., Any]) -> tuple[RemovableHandle, ...]:
+    from .._ops._base import edge
+    from ._engine import current_graph_task
+
+    nodes = []
+    for t in tensors:
+        e = edge(t)
+        if e is None:
+            raise AssertionError("Expected gradient function to be set")
+        nodes.append(e[0])
+    # Per running backward: [hook calls so far, calls expected, gradients by position].
+    pending: dict[int, list[Any]] = {}
+
+    def make_hook(index: int) -> Callable[[Any], None]:
+        def hook(grad: Any) -> None:
+            task = current_graph_task()
+            key = -1 if task is None else task.id
+            state = pending.get(key)
+            if state is None:
+                expected = sum(1 for n in nodes if task is not None and task.will_execute(n))
+                state = pending[key] = [0, expected, [None] * len(nodes)]
+            state[0] += 1
+            state[2][index] = grad
+            if state[0] == state[1]:
+                del pending[key]
+                fn(state[2])
+
+        return hook
+
+    return tuple(t.register_hook(make_hook(i)) for i, t in enumerate(tensors))
