@@ -6,7 +6,7 @@ loaded, no logging is configured, no entry point is scanned.
 
 from __future__ import annotations
 
-from . import autograd, utils
+from . import autograd, optim, utils
 from ._creation import (
     Generator,
     arange,
@@ -200,6 +200,7 @@ __all__ = [
     "no_grad",
     "norm",
     "ones",
+    "optim",
     "ones_like",
     "permute",
     "pow",
