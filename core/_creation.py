@@ -80,6 +80,8 @@ def _to_array(data: Any, dtype: Any, *, copy: bool) -> np.ndarray:
         arr = data._data
     elif isinstance(data, np.ndarray):
         arr = data
+    elif isinstance(data, np.generic):  # numpy scalars keep their dtype, as in torch
+        arr = np.asarray(data)
     elif isinstance(data, (list, tuple)) and any(isinstance(v, Tensor) for v in data):
         arr = np.asarray([v._data if isinstance(v, Tensor) else v for v in data])
         target = target or arr.dtype
@@ -157,40 +159,61 @@ def _like(t: Tensor, dtype: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
     return t._data.shape, resolve_dtype(dtype) or t._data.dtype
 
 
-def zeros_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros_like(
+    t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     shape, dt = _like(t, dtype)
     return _leaf(np.zeros(shape, dtype=dt), requires_grad)
 
 
-def ones_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones_like(
+    t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     shape, dt = _like(t, dtype)
     return _leaf(np.ones(shape, dtype=dt), requires_grad)
 
 
-def empty_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def empty_like(
+    t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     shape, dt = _like(t, dtype)
     return _leaf(np.empty(shape, dtype=dt), requires_grad)
 
 
 def full_like(
-    t: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False
+    t: Tensor,
+    fill_value: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     shape, dt = _like(t, dtype)
     return _leaf(np.full(shape, fill_value, dtype=dt), requires_grad)
 
 
-def rand_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def rand_like(
+    t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     shape, dt = _like(t, dtype)
     return _leaf(default_generator.numpy.random(shape).astype(dt), requires_grad)
 
 
-def randn_like(t: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def randn_like(
+    t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     shape, dt = _like(t, dtype)
     return _leaf(default_generator.numpy.standard_normal(shape).astype(dt), requires_grad)
 
 
 def arange(
-    start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False
+    start: Any,
+    end: Any = None,
+    step: Any = 1,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     if end is None:
         start, end = 0, start
@@ -200,14 +223,27 @@ def arange(
 
 
 def linspace(
-    start: float, end: float, steps: int, *, dtype: Any = None, requires_grad: bool = False
+    start: float,
+    end: float,
+    steps: int,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     return _leaf(
         np.linspace(start, end, steps).astype(resolve_dtype(dtype) or float32), requires_grad
     )
 
 
-def eye(n: int, m: int | None = None, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def eye(
+    n: int,
+    m: int | None = None,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     return _leaf(np.eye(n, m, dtype=resolve_dtype(dtype) or float32), requires_grad)
 
 
@@ -216,7 +252,11 @@ def _generator(generator: Generator | None) -> np.random.Generator:
 
 
 def rand(
-    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
+    *size: Any,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """Uniform samples on [0, 1)."""
     arr = _generator(generator).random(_shape(size))
@@ -224,7 +264,11 @@ def rand(
 
 
 def randn(
-    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
+    *size: Any,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """Standard normal samples."""
     arr = _generator(generator).standard_normal(_shape(size))
@@ -238,6 +282,7 @@ def randint(
     *,
     generator: Generator | None = None,
     dtype: Any = None,
+    device: Any = None,
 ) -> Tensor:
     """Integers uniform on [low, high); ``randint(high, size)`` starts at 0."""
     if size is None:
@@ -246,7 +291,9 @@ def randint(
     return _wrap(arr.astype(resolve_dtype(dtype) or int64))
 
 
-def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None) -> Tensor:
+def randperm(
+    n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None
+) -> Tensor:
     return _wrap(_generator(generator).permutation(n).astype(resolve_dtype(dtype) or int64))
 
 

@@ -156,7 +156,7 @@ class Tensor:
                 "var_no_grad = var.detach()."
             )
         if requires_grad and self._data.dtype.kind not in "fc":
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -215,7 +215,10 @@ class Tensor:
 
     def detach(self) -> Tensor:
         out = _wrap(self._data)
-        out._vbox = self._vbox  # shares storage, so shares the version counter
+        # Shares storage, so shares the version counter; the base lets an in-place write to
+        # the detached tensor invalidate outputs saved by this tensor's node, as in torch.
+        out._vbox = self._vbox
+        out._base = self if self._base is None else self._base
         return out
 
     def detach_(self) -> Tensor:

@@ -50,10 +50,41 @@ def broadcast_error(a: np.ndarray, b: np.ndarray) -> RuntimeError:
 
 
 def _scalar_result(out: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Integer tensor with a float scalar: torch gives the default float dtype, numpy float64."""
-    if out.dtype.kind == "f" and a.dtype.kind in "biu" and out.dtype != float32:
+    """The dtype torch gives ``tensor (op) number``: a number never widens a float tensor
+    (``np.float64(2) * float32`` stays float32), and an integer tensor with a float number
+    gives the default float dtype where numpy would give float64."""
+    if out.dtype is a.dtype:
+        return out
+    if a.dtype.kind == "f":
+        return out.astype(a.dtype)
+    if out.dtype.kind == "f" and out.dtype != float32:
         return out.astype(float32)
     return out
+
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def result_dtype(a: np.ndarray, b: np.ndarray) -> np.dtype[Any]:
+    """Torch's result dtype for two tensors of different dtypes.
+
+    A higher category (bool < int < float) wins outright, so int64 with float32 is float32
+    (numpy says float64). Within a category the widths promote, except that a 0-d tensor
+    never widens a tensor with dimensions.
+    """
+    ca, cb = _CATEGORY[a.dtype.kind], _CATEGORY[b.dtype.kind]
+    if (a.ndim == 0) == (b.ndim == 0):
+        if ca == cb:
+            return np.promote_types(a.dtype, b.dtype)
+        return a.dtype if ca > cb else b.dtype
+    big, small, c_big, c_small = (a, b, ca, cb) if a.ndim else (b, a, cb, ca)
+    return small.dtype if c_small > c_big else big.dtype
+
+
+def _promote(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cast ``out`` to torch's dtype; callers only come here when the operand dtypes differ."""
+    target = result_dtype(a, b)
+    return out if out.dtype == target else out.astype(target)
 
 
 def _tensor_operand(value: Any, like: Tensor) -> Tensor | None:
@@ -66,7 +97,11 @@ def _tensor_operand(value: Any, like: Tensor) -> Tensor | None:
 
 
 class _BinaryBackward(Node):
-    """Base of binary nodes: keeps the operand shapes so broadcasting can be undone."""
+    """Base of binary nodes: keeps the operand shapes so broadcasting can be undone.
+
+    ``tensor (op) number`` uses the same node with a None second edge, as torch does
+    (``(x * 2).grad_fn`` is a MulBackward0 whose next_functions end in ``(None, 0)``).
+    """
 
     __slots__ = ("_sa", "_sb")
 
@@ -116,19 +151,20 @@ class DivBackward0(_BinaryBackward):
 
 
 class PowBackward1(_BinaryBackward):
-    """Tensor ** Tensor."""
+    """Tensor ** Tensor. Zero where torch masks: exponent 0, and ``0 ** b`` with ``b >= 0``."""
 
     __slots__ = ("a", "b", "out")
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
+        a, b = self.a, self.b
         ga = gb = None
-        if ea is not None:
-            ga = sum_to(g * self.b * np.power(self.a, self.b - 1), self._sa)
-        if eb is not None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                log_a = np.where(self.a > 0, np.log(np.where(self.a > 0, self.a, 1)), 0)
-            gb = sum_to(g * self.out * log_a.astype(g.dtype, copy=False), self._sb)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if ea is not None:
+                ga = sum_to(g * np.where(b == 0, 0, b * np.power(a, b - 1)), self._sa)
+            if eb is not None:
+                d_b = np.where((a == 0) & (b >= 0), 0, self.out * np.log(a))
+                gb = sum_to(g * d_b.astype(g.dtype, copy=False), self._sb)
         return (ga, gb)
 
 
@@ -158,39 +194,20 @@ class MinimumBackward0(_MinMaxBackward):
     _pick = staticmethod(np.less)
 
 
-class _ScalarBackward(Node):
-    """Tensor (op) number: one edge, the number kept as metadata."""
+class RsubBackward1(Node):
+    """number - Tensor."""
 
-    __slots__ = ("_scalar",)
-
-
-class AddBackward1(_ScalarBackward):
-    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return (g,)
-
-
-class RsubBackward1(_ScalarBackward):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (-g,)
 
 
-class MulBackward1(_ScalarBackward):
-    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return (g * self._scalar,)
-
-
-class DivBackward1(_ScalarBackward):
-    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return (g / self._scalar,)
-
-
-class PowBackward0(_ScalarBackward):
+class PowBackward0(Node):
     """Tensor ** number."""
 
-    __slots__ = ("a",)
+    __slots__ = ("_exponent", "a")
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        p = self._scalar
+        p = self._exponent
         if p == 0:
             return (np.zeros_like(g),)
         if p == 2:
@@ -198,22 +215,16 @@ class PowBackward0(_ScalarBackward):
         return (g * p * np.power(self.a, p - 1),)
 
 
-class RdivBackward(_ScalarBackward):
-    """number / Tensor."""
+class PowBackward2(Node):
+    """number ** Tensor; zero where the base is 0 and the exponent is >= 0 (as torch)."""
 
-    __slots__ = ("b", "out")
-
-    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return (-g * self.out / self.b,)
-
-
-class RpowBackward(_ScalarBackward):
-    """number ** Tensor."""
-
-    __slots__ = ("out",)
+    __slots__ = ("_base", "out")
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return (g * self.out * np.log(self._scalar).astype(g.dtype),)
+        base = self._base
+        if base == 0:  # out * log(0) is -inf where out is inf (negative exponent), else 0
+            return (g * np.where(self.out == np.inf, -np.inf, 0).astype(g.dtype, copy=False),)
+        return (g * self.out * np.log(base).astype(g.dtype),)
 
 
 class NegBackward0(Node):
@@ -222,10 +233,14 @@ class NegBackward0(Node):
 
 
 def _binary(fn: Any, a: Tensor, b: Tensor) -> np.ndarray:
+    ad, bd = a._data, b._data
     try:
-        return fn(a._data, b._data)
+        out = fn(ad, bd)
     except ValueError:
-        raise broadcast_error(a._data, b._data) from None
+        raise broadcast_error(ad, bd) from None
+    if ad.dtype is not bd.dtype and fn is not _true_divide:
+        return _promote(out, ad, bd)
+    return out
 
 
 def _record_binary(out: np.ndarray, node: _BinaryBackward, a: Tensor, b: Tensor) -> Tensor:
@@ -234,9 +249,9 @@ def _record_binary(out: np.ndarray, node: _BinaryBackward, a: Tensor, b: Tensor)
     return record(out, node)
 
 
-def _record_scalar(out: np.ndarray, cls: type[_ScalarBackward], a: Tensor, scalar: Any) -> Tensor:
-    node = cls((edge(a),))
-    node._scalar = scalar
+def _record_scalar(out: np.ndarray, node: _BinaryBackward, a: Tensor) -> Tensor:
+    """Record ``a (op) number``: the number has no edge and the output has ``a``'s shape."""
+    node._sa = a._data.shape
     return record(out, node)
 
 
@@ -246,13 +261,17 @@ def add(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
     if tb is None:
         out = _scalar_result(a._data + (b * alpha if alpha != 1 else b), a._data)
         if needs_grad(a):
-            return _record_scalar(out, AddBackward1, a, b)
+            node = AddBackward0((edge(a), None))
+            node._alpha = alpha
+            return _record_scalar(out, node, a)
         return wrap(out)
     bd = tb._data if alpha == 1 else tb._data * alpha
     try:
         out = a._data + bd
     except ValueError:
         raise broadcast_error(a._data, tb._data) from None
+    if a._data.dtype is not tb._data.dtype:
+        out = _promote(out, a._data, tb._data)
     if needs_grad(a, tb):
         node = AddBackward0((edge(a), edge(tb)))
         node._alpha = alpha
@@ -268,7 +287,7 @@ def sub(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
     if tb is None:
         out = _scalar_result(a._data - b, a._data)
         if needs_grad(a):
-            return _record_scalar(out, AddBackward1, a, -b)
+            return _record_scalar(out, SubBackward0((edge(a), None)), a)
         return wrap(out)
     out = _binary(np.subtract, a, tb)
     if needs_grad(a, tb):
@@ -283,7 +302,7 @@ def rsub(a: Tensor, b: Any) -> Tensor:
         return sub(tb, a)
     out = _scalar_result(b - a._data, a._data)
     if needs_grad(a):
-        return _record_scalar(out, RsubBackward1, a, b)
+        return record(out, RsubBackward1((edge(a),)))
     return wrap(out)
 
 
@@ -293,58 +312,72 @@ def mul(a: Tensor, b: Any) -> Tensor:
     if tb is None:
         out = _scalar_result(a._data * b, a._data)
         if needs_grad(a):
-            return _record_scalar(out, MulBackward1, a, b)
+            node = MulBackward0((edge(a), None))
+            node.b = b
+            return _record_scalar(out, node, a)
         return wrap(out)
     out = _binary(np.multiply, a, tb)
     if needs_grad(a, tb):
-        node = MulBackward0((edge(a), edge(tb)))
-        node.a = a._data
-        node.b = tb._data
-        node._save(a, tb)
+        ea, eb = edge(a), edge(tb)
+        node = MulBackward0((ea, eb))
+        # Keep (and version-check) only what the needed gradients read, as torch does.
+        if eb is None:
+            node.b = tb._data
+            node._save(tb)
+        elif ea is None:
+            node.a = a._data
+            node._save(a)
+        else:
+            node.a = a._data
+            node.b = tb._data
+            node._save(a, tb)
         return _record_binary(out, node, a, tb)
     return wrap(out)
 
 
-def _true_divide(x: np.ndarray, y: Any) -> np.ndarray:
+def _true_divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Torch's dtype rules, and integers divide to the default float dtype (numpy: float64)."""
     out = np.true_divide(x, y)
-    float_divisor = isinstance(y, np.ndarray) and y.dtype.kind == "f"
-    if out.dtype != float32 and out.dtype.kind == "f" and x.dtype.kind in "biu" and not float_divisor:
-        out = out.astype(float32)
-    return out
+    if x.dtype is y.dtype and x.dtype.kind == "f":
+        return out
+    target = x.dtype if x.dtype is y.dtype else result_dtype(x, y)
+    if target.kind != "f":
+        target = float32
+    return out if out.dtype == target else out.astype(target)
 
 
 def div(a: Tensor, b: Any) -> Tensor:
     """True division with broadcasting (integers give floats, as in torch)."""
     tb = _tensor_operand(b, a)
     if tb is None:
-        out = _true_divide(a._data, b)
+        out = _scalar_result(np.true_divide(a._data, b), a._data)
         if needs_grad(a):
-            return _record_scalar(out, DivBackward1, a, b)
+            node = DivBackward0((edge(a), None))
+            node.b = b
+            return _record_scalar(out, node, a)
         return wrap(out)
     out = _binary(_true_divide, a, tb)
     if needs_grad(a, tb):
-        node = DivBackward0((edge(a), edge(tb)))
-        node.a = a._data
+        eb = edge(tb)
+        node = DivBackward0((edge(a), eb))
         node.b = tb._data
-        node._save(a, tb)
+        if eb is None:  # only a's gradient is needed, and it reads b alone
+            node._save(tb)
+        else:
+            node.a = a._data
+            node._save(a, tb)
         return _record_binary(out, node, a, tb)
     return wrap(out)
 
 
 def rdiv(a: Tensor, b: Any) -> Tensor:
-    """``b / a`` for a number or array ``b``."""
+    """``b / a`` for a number or array ``b``: ``b * a.reciprocal()``, the graph torch builds."""
     tb = _tensor_operand(b, a)
     if tb is not None:
         return div(tb, a)
-    out = _scalar_result(np.true_divide(b, a._data), a._data)
-    if needs_grad(a):
-        node = RdivBackward((edge(a),))
-        node._scalar = b
-        node.out = out
-        node.b = a._data
-        node._save(a)
-        return record(out, node)
-    return wrap(out)
+    from .unary import reciprocal
+
+    return mul(reciprocal(a), b)
 
 
 def pow(a: Tensor, exponent: Any) -> Tensor:
@@ -354,7 +387,7 @@ def pow(a: Tensor, exponent: Any) -> Tensor:
         out = _scalar_result(np.power(a._data, exponent), a._data)
         if needs_grad(a):
             node = PowBackward0((edge(a),))
-            node._scalar = exponent
+            node._exponent = exponent
             node.a = a._data
             node._save(a)
             return record(out, node)
@@ -377,8 +410,8 @@ def rpow(a: Tensor, base: Any) -> Tensor:
         return pow(tb, a)
     out = _scalar_result(np.power(base, a._data), a._data)
     if needs_grad(a):
-        node = RpowBackward((edge(a),))
-        node._scalar = base
+        node = PowBackward2((edge(a),))
+        node._base = base
         node.out = out
         return record(out, node)
     return wrap(out)
@@ -392,7 +425,9 @@ def neg(a: Tensor) -> Tensor:
 
 
 def _min_max(a: Tensor, b: Any, fn: Any, cls: type[_MinMaxBackward]) -> Tensor:
-    tb = _tensor_operand(b, a) or wrap(np.asarray(b, dtype=a._data.dtype))
+    tb = _tensor_operand(b, a)
+    if tb is None:
+        tb = wrap(np.asarray(b, dtype=a._data.dtype))
     out = _binary(fn, a, tb)
     if needs_grad(a, tb):
         node = cls((edge(a), edge(tb)))
@@ -430,21 +465,57 @@ class MmBackward0(Node):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
-        a, b = self.a, self.b
-        a2 = a[None, :] if a.ndim == 1 else a
-        b2 = b[:, None] if b.ndim == 1 else b
-        g2 = g
-        if a.ndim == 1:
-            g2 = np.expand_dims(g2, -2)
-        if b.ndim == 1:
-            g2 = np.expand_dims(g2, -1)
+        sa, sb = self._sa, self._sb
+        # A 1-D operand acts as a row (left) or column (right) matrix; its unit dim is in g too.
+        if len(sa) == 1:
+            g = np.expand_dims(g, -2)
+        if len(sb) == 1:
+            g = np.expand_dims(g, -1)
         ga = gb = None
         if ea is not None:
-            ga = sum_to(g2 @ np.swapaxes(b2, -1, -2), a2.shape).reshape(self._sa)
+            b = self.b if len(sb) > 1 else self.b[:, None]
+            ga = sum_to(g @ np.swapaxes(b, -1, -2), sa if len(sa) > 1 else (1, sa[0]))
+            ga = ga.reshape(sa)
         if eb is not None:
-            gb = np.swapaxes(a2, -1, -2) @ g2
-            gb = sum_to(gb, b2.shape).reshape(self._sb)
+            a = self.a if len(sa) > 1 else self.a[None, :]
+            gb = sum_to(np.swapaxes(a, -1, -2) @ g, sb if len(sb) > 1 else (sb[0], 1))
+            gb = gb.reshape(sb)
         return (ga, gb)
+
+
+class DotBackward0(MmBackward0):
+    """1-D @ 1-D: the output is 0-d, so each operand's gradient is the other one scaled."""
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        ea, eb = self._next
+        return (g * self.b if ea is not None else None, g * self.a if eb is not None else None)
+
+
+class MvBackward0(MmBackward0):
+    """2-D @ 1-D."""
+
+
+class BmmBackward0(MmBackward0):
+    """3-D @ 3-D, as ``bmm``. Other shapes keep MmBackward0 (torch shows a reshape node there)."""
+
+
+_MATMUL_NODES: dict[tuple[int, int], type[MmBackward0]] = {
+    (1, 1): DotBackward0,
+    (2, 1): MvBackward0,
+    (3, 3): BmmBackward0,
+}
+
+
+def _matmul_error(sa: tuple[int, ...], sb: tuple[int, ...]) -> RuntimeError:
+    if len(sa) == 1 and len(sb) == 1:
+        return RuntimeError(
+            f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have the "
+            f"same number of elements, but got {sa[0]} and {sb[0]} elements respectively"
+        )
+    return RuntimeError(
+        f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, sa))} and "
+        f"{'x'.join(map(str, sb))})"
+    )
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -460,17 +531,26 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     try:
         out = ad @ bd
     except ValueError:
-        raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, ad.shape))} and "
-            f"{'x'.join(map(str, bd.shape))})"
-        ) from None
+        raise _matmul_error(ad.shape, bd.shape) from None
     if needs_grad(a, b):
-        node = MmBackward0((edge(a), edge(b)))
-        node.a = ad
-        node.b = bd
+        cls = MmBackward0
+        if ad.ndim != 2 or bd.ndim != 2:
+            cls = _MATMUL_NODES.get((ad.ndim, bd.ndim), MmBackward0)
+        ea, eb = edge(a), edge(b)
+        node = cls((ea, eb))
         node._sa = ad.shape
         node._sb = bd.shape
-        node._save(a, b)
+        # a's gradient reads b and b's reads a: keep and version-check only what is needed.
+        if eb is None:
+            node.b = bd
+            node._save(b)
+        elif ea is None:
+            node.a = ad
+            node._save(a)
+        else:
+            node.a = ad
+            node.b = bd
+            node._save(a, b)
         return record(np.asarray(out), node)
     return wrap(np.asarray(out))
 
@@ -487,18 +567,26 @@ class WhereBackward0(Node):
         )
 
 
+def _where_operand(value: Any, like: Tensor) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    return wrap(np.asarray(value, dtype=like._data.dtype))
+
+
 def where(condition: Tensor, input: Any, other: Any) -> Tensor:
     """Pick from ``input`` where ``condition`` holds, else from ``other``."""
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     like = input if isinstance(input, Tensor) else other
     if not isinstance(like, Tensor):
         like = wrap(np.asarray(input, dtype=float32))
-    ta = _tensor_operand(input, like) or wrap(np.asarray(input, dtype=like._data.dtype))
-    tb = _tensor_operand(other, like) or wrap(np.asarray(other, dtype=like._data.dtype))
+    ta = _where_operand(input, like)
+    tb = _where_operand(other, like)
     try:
         out = np.where(cond, ta._data, tb._data)
     except ValueError:
         raise broadcast_error(ta._data, tb._data) from None
+    if ta._data.dtype is not tb._data.dtype:
+        out = _promote(out, ta._data, tb._data)
     if needs_grad(ta, tb):
         node = WhereBackward0((edge(ta), edge(tb)))
         node.cond = cond

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
+from ._base import Node, Tensor, edge, grad_state, needs_grad, record, sum_to, wrap
 
 __all__ = ["gather", "getitem", "index_put", "masked_fill", "normalize_index"]
 
@@ -34,16 +34,33 @@ def normalize_index(index: Any) -> tuple[Any, bool]:
 
 
 def _index_error(d: np.ndarray, error: IndexError) -> IndexError:
-    return IndexError(f"{error} (indexing a tensor of shape {list(d.shape)})")
+    text = str(error)
+    if " is out of bounds for axis " in text:  # numpy's wording of torch's message
+        return IndexError(text.replace(" for axis ", " for dimension "))
+    return IndexError(f"{text} (indexing a tensor of shape {list(d.shape)})")
 
 
 class SliceBackward0(Node):
+    """Basic indexing (ints, slices, None, Ellipsis): a view; the gradient is scattered back."""
+
     __slots__ = ("_index", "_shape")
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         grad = np.zeros(self._shape, dtype=g.dtype)
         grad[self._index] = g
         return (grad,)
+
+
+class SelectBackward0(SliceBackward0):
+    """Basic indexing whose last effective item is an int."""
+
+
+class UnsqueezeBackward0(SliceBackward0):
+    """Basic indexing whose last effective item is None."""
+
+
+class AliasBackward0(SliceBackward0):
+    """Basic indexing that selects everything (``x[...]``, ``x[:, :]``)."""
 
 
 class IndexBackward0(SliceBackward0):
@@ -55,6 +72,29 @@ class IndexBackward0(SliceBackward0):
         return (grad,)
 
 
+_FULL = slice(None)
+
+
+def _basic_node(index: Any, idx: tuple[Any, ...]) -> type[SliceBackward0]:
+    """Name the node after the last op torch applies: it indexes left to right and, inside a
+    tuple, skips whole-dim slices and Ellipsis."""
+    if not isinstance(index, tuple):
+        item = idx[0]
+        if item is None:
+            return UnsqueezeBackward0
+        if item is Ellipsis:
+            return AliasBackward0
+        return SliceBackward0 if isinstance(item, slice) else SelectBackward0
+    for item in reversed(idx):
+        if item is None:
+            return UnsqueezeBackward0
+        if isinstance(item, int):
+            return SelectBackward0
+        if isinstance(item, slice) and item != _FULL:
+            return SliceBackward0
+    return AliasBackward0
+
+
 def getitem(x: Tensor, index: Any) -> Tensor:
     d = x._data
     idx, advanced = normalize_index(index)
@@ -62,14 +102,19 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         out = d[idx]
     except IndexError as error:
         raise _index_error(d, error) from None
-    out = np.asarray(out) if not isinstance(out, np.ndarray) else out
+    if advanced:
+        out = np.asarray(out)
+        if needs_grad(x):
+            node = IndexBackward0((edge(x),))
+            node._index, node._shape = idx, d.shape
+            return record(out, node)
+        return wrap(out)
+    if not isinstance(out, np.ndarray):
+        out = d[(*idx, Ellipsis)]  # a 0-d view instead of a numpy scalar copy
     node = None
     if needs_grad(x):
-        node = (IndexBackward0 if advanced else SliceBackward0)((edge(x),))
-        node._index = idx
-        node._shape = d.shape
-    if advanced:
-        return record(out, node) if node is not None else wrap(out)
+        node = _basic_node(index, idx)((edge(x),))
+        node._index, node._shape = idx, d.shape
     result = record(out, node) if node is not None else wrap(out)
     result._base = x if x._base is None else x._base
     result._vbox = x._vbox
@@ -98,10 +143,7 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
     try:
         out[idx] = tv._data
     except (ValueError, IndexError) as error:
-        raise RuntimeError(
-            f"cannot assign a value of shape {list(tv._data.shape)} to index {index!r} of a tensor "
-            f"of shape {list(x._data.shape)}: {error}"
-        ) from None
+        raise _assign_error(x, index, tv._data.shape, error) from None
     if needs_grad(x, tv):
         node = IndexPutBackward0((edge(x), edge(tv)))
         node._index = idx
@@ -111,20 +153,71 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
 
 
 def setitem(x: Tensor, index: Any, value: Any) -> None:
-    from .inplace import apply_inplace
+    """``x[index] = value``: written in place when nothing records, else through index_put."""
+    from .inplace import apply_inplace, bump
+
+    tv = value if isinstance(value, Tensor) else None
+    if not grad_state.enabled or not (x._requires_grad or (tv is not None and tv._requires_grad)):
+        idx, _ = normalize_index(index)
+        try:
+            x._data[idx] = value if tv is None else tv._data
+        except (ValueError, IndexError) as error:
+            raise _assign_error(x, index, np.shape(value), error) from None
+        bump(x)
+        return
 
     def kernel(src: Tensor) -> Tensor:
         return index_put(src, index, value)
 
-    apply_inplace(x, kernel, value if isinstance(value, Tensor) else None)
+    apply_inplace(x, kernel, tv)
+
+
+def _assign_error(x: Tensor, index: Any, shape: Any, error: Exception) -> RuntimeError:
+    return RuntimeError(
+        f"cannot assign a value of shape {list(shape)} to index {index!r} of a tensor "
+        f"of shape {list(x._data.shape)}: {error}"
+    )
+
+
+class MaskedFillBackward0(Node):
+    __slots__ = ("_shape", "mask")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        e_self, e_value = self._next
+        zero = np.zeros((), dtype=g.dtype)
+        g_self = g_value = None
+        if e_self is not None:
+            g_self = sum_to(np.where(self.mask, zero, g), self._shape)
+        if e_value is not None:
+            g_value = np.asarray(np.where(self.mask, g, zero).sum(), dtype=g.dtype)
+        return (g_self, g_value)
 
 
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     """Replace entries where ``mask`` is True; those entries get no gradient."""
-    from .arith import where
+    m = mask._data
+    if m.dtype.kind != "b":
+        raise RuntimeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype {m.dtype}"
+        )
+    tv = value if isinstance(value, Tensor) else None
+    if tv is not None and tv._data.ndim != 0:
+        raise RuntimeError(
+            "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+            f"{tv._data.ndim} dimension(s)."
+        )
+    fill = np.asarray(value if tv is None else tv._data, dtype=x._data.dtype)
+    try:
+        out = np.where(m, fill, x._data)
+    except ValueError:
+        from .arith import broadcast_error
 
-    fill = value if isinstance(value, Tensor) else wrap(np.asarray(value, dtype=x._data.dtype))
-    return where(mask, fill, x)
+        raise broadcast_error(x._data, m) from None
+    if needs_grad(x, *(() if tv is None else (tv,))):
+        node = MaskedFillBackward0((edge(x), None if tv is None else edge(tv)))
+        node.mask, node._shape = m, x._data.shape
+        return record(out, node)
+    return wrap(out)
 
 
 class GatherBackward0(Node):
@@ -141,10 +234,20 @@ class GatherBackward0(Node):
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     """Pick values along ``dim`` at ``index`` (same rank as ``x``)."""
+    from .reduce import normalize_dims
+
     d = x._data
-    idx = index._data.astype(np.intp, copy=False)
-    axis = dim % max(d.ndim, 1)
-    out = np.take_along_axis(d, idx, axis=axis)
+    (axis,) = normalize_dims(dim, d.ndim)
+    idx = index._data
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"gather(): Expected dtype int64 for index, got {idx.dtype}")
+    if idx.ndim != d.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    idx = idx.astype(np.intp, copy=False)
+    try:
+        out = np.take_along_axis(d, idx, axis=axis)
+    except IndexError as error:
+        raise _index_error(d, error) from None
     if needs_grad(x):
         node = GatherBackward0((edge(x),))
         node._dim, node._index, node._shape = axis, idx, d.shape

@@ -19,12 +19,14 @@ from ._base import Tensor, grad_state, wrap
 __all__ = [
     "add_",
     "apply_inplace",
+    "bump",
     "clamp_",
     "copy_",
     "div_",
     "fill_",
     "masked_fill_",
     "mul_",
+    "pin_saved_output",
     "sub_",
 ]
 
@@ -51,6 +53,30 @@ def _check_allowed(x: Tensor, recording: bool) -> None:
         raise RuntimeError(_LEAF_VIEW_MESSAGE if base.grad_fn is None else _VIEW_MESSAGE)
 
 
+def pin_saved_output(x: Tensor) -> None:
+    """Call before ``x``'s storage is overwritten: make backward refuse a stale saved output.
+
+    Nodes such as ExpBackward0 or TanhBackward0 keep their output array but record no version
+    for it (a tensor saving its own node would be a reference cycle on every op). The first
+    in-place write pins the current version on that node instead, so backward raises as torch
+    does rather than use the new values. ``x`` may be the output or a view of it.
+    """
+    for t in (x, x._base):
+        if t is None:
+            continue
+        fn = t.grad_fn
+        if fn is None or getattr(fn, "out", None) is not t._data:
+            continue
+        vbox = t._vbox
+        if any(saved._vbox is vbox for saved, _ in fn._versions):
+            continue
+        saved = wrap(t._data)
+        saved._vbox = vbox
+        saved.grad_fn = fn
+        saved._output_nr = t._output_nr
+        fn._versions = (*fn._versions, (saved, vbox[0]))
+
+
 def _snapshot(x: Tensor) -> Tensor:
     """The value and graph position ``x`` has before the in-place op."""
     src = wrap(x._data.copy())
@@ -74,6 +100,7 @@ def apply_inplace(x: Tensor, kernel: Callable[[Tensor], Tensor], other: Tensor |
             f"output with shape {list(x._data.shape)} doesn't match the broadcast shape "
             f"{list(result._data.shape)}"
         )
+    pin_saved_output(x)
     np.copyto(x._data, result._data, casting="unsafe")
     x._vbox[0] += 1
     if recording:
@@ -103,7 +130,10 @@ def _operand(other: Any) -> Any:
     return other._data if isinstance(other, Tensor) else other
 
 
-def _bump(x: Tensor) -> Tensor:
+def bump(x: Tensor) -> Tensor:
+    """Count an in-place write that recorded nothing (the data is already changed)."""
+    if x.grad_fn is not None or x._base is not None:
+        pin_saved_output(x)
     x._vbox[0] += 1
     return x
 
@@ -112,7 +142,7 @@ def add_(x: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     if _fast(x, other):
         value = _operand(other)
         np.add(x._data, value if alpha == 1 else value * alpha, out=x._data, casting="unsafe")
-        return _bump(x)
+        return bump(x)
     from .arith import add
 
     return apply_inplace(x, lambda s: add(s, other, alpha=alpha), _tensor_or_none(other))
@@ -125,7 +155,7 @@ def sub_(x: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 def mul_(x: Tensor, other: Any) -> Tensor:
     if _fast(x, other):
         np.multiply(x._data, _operand(other), out=x._data, casting="unsafe")
-        return _bump(x)
+        return bump(x)
     from .arith import mul
 
     return apply_inplace(x, lambda s: mul(s, other), _tensor_or_none(other))
@@ -134,7 +164,7 @@ def mul_(x: Tensor, other: Any) -> Tensor:
 def div_(x: Tensor, other: Any) -> Tensor:
     if _fast(x, other):
         np.true_divide(x._data, _operand(other), out=x._data, casting="unsafe")
-        return _bump(x)
+        return bump(x)
     from .arith import div
 
     return apply_inplace(x, lambda s: div(s, other), _tensor_or_none(other))
@@ -143,7 +173,7 @@ def div_(x: Tensor, other: Any) -> Tensor:
 def clamp_(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if _fast(x, None):
         np.clip(x._data, _operand(min), _operand(max), out=x._data)
-        return _bump(x)
+        return bump(x)
     from .unary import clamp
 
     return apply_inplace(x, lambda s: clamp(s, min, max), None)
@@ -152,7 +182,7 @@ def clamp_(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
 def fill_(x: Tensor, value: Any) -> Tensor:
     if _fast(x, value):
         x._data[...] = _operand(value)
-        return _bump(x)
+        return bump(x)
     from .index import index_put
 
     return apply_inplace(x, lambda s: index_put(s, Ellipsis, value), _tensor_or_none(value))
@@ -166,7 +196,7 @@ def copy_(x: Tensor, src: Any) -> Tensor:
 def masked_fill_(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     if _fast(x, value):
         x._data[mask._data] = _operand(value)
-        return _bump(x)
+        return bump(x)
     from .index import index_put
 
     return apply_inplace(x, lambda s: index_put(s, mask, value), _tensor_or_none(value))

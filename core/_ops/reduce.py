@@ -34,8 +34,12 @@ _sum = sum
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
-def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...]:
-    """dim=None (or empty) means every dimension; negative dims count from the end."""
+def normalize_dims(dim: Any, ndim: int, *, reduce: bool = False) -> tuple[int, ...]:
+    """dim=None (or empty) means every dimension; negative dims count from the end.
+
+    A 0-d tensor accepts dim 0 and -1 (as torch); for a reduction (``reduce=True``) that
+    means no axis at all, since numpy has none to fold.
+    """
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -47,7 +51,7 @@ def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...]:
                 f"Dimension out of range (expected to be in range of [{-span}, {span - 1}], but got {d})"
             )
         out.append(d % span if ndim else 0)
-    return tuple(out)
+    return tuple(out) if ndim or not reduce else ()
 
 
 def _expand_back(
@@ -67,12 +71,20 @@ class SumBackward1(Node):
         return (np.broadcast_to(g, self._shape),)
 
 
+class SumBackward0(SumBackward1):
+    """``x.sum()`` with no dim (torch's separate overload)."""
+
+
 class MeanBackward1(SumBackward1):
     __slots__ = ("_count",)
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         g = _expand_back(g, self._shape, self._dims, self._keepdim)
         return (np.broadcast_to(g / self._count, self._shape),)
+
+
+class MeanBackward0(MeanBackward1):
+    """``x.mean()`` with no dim."""
 
 
 def _reduction(
@@ -87,13 +99,14 @@ def _reduction(
 
 def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     d = x._data
-    dims = normalize_dims(dim, d.ndim)
+    dims = normalize_dims(dim, d.ndim, reduce=True)
     out = np.sum(d, axis=dims, keepdims=keepdim, dtype=dtype)
     if d.dtype.kind in "biu" and dtype is None:
         out = out.astype(np.int64)
     out = np.asarray(out)
     if needs_grad(x):
-        return _reduction(x, out, SumBackward1, dims, keepdim)
+        cls = SumBackward0 if dim is None and not keepdim else SumBackward1
+        return _reduction(x, out, cls, dims, keepdim)
     return wrap(out)
 
 
@@ -104,11 +117,11 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {d.dtype}"
         )
-    dims = normalize_dims(dim, d.ndim)
+    dims = normalize_dims(dim, d.ndim, reduce=True)
     out = np.asarray(np.mean(d, axis=dims, keepdims=keepdim, dtype=dtype))
     if needs_grad(x):
         count = int(np.prod([d.shape[i] for i in dims])) if d.ndim else 1
-        node = MeanBackward1((edge(x),))
+        node = (MeanBackward0 if dim is None and not keepdim else MeanBackward1)((edge(x),))
         node._dims, node._keepdim, node._shape, node._count = dims, keepdim, d.shape, count
         return record(out, node)
     return wrap(out)
@@ -125,7 +138,46 @@ class VarBackward0(Node):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         g = _expand_back(g, self.x.shape, self._dims, self._keepdim)
-        return (g * 2 * (self.x - self.mean) / self._denom,)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (g * 2 * (self.x - self.mean) / self._denom,)
+
+
+class StdBackward0(VarBackward0):
+    """d std = d var / (2 std), zero where std is 0 (as torch)."""
+
+    __slots__ = ("out",)
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        shape = self.x.shape
+        g = _expand_back(g, shape, self._dims, self._keepdim)
+        out = _expand_back(self.out, shape, self._dims, self._keepdim)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(out == 0, 0, g / out)
+            grad = scale * (self.x - self.mean) / self._denom
+        return (grad.astype(self.x.dtype, copy=False),)
+
+
+def _variance(
+    x: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: Any, sqrt: bool
+) -> Tensor:
+    d = x._data
+    dims = normalize_dims(dim, d.ndim, reduce=True)
+    count = int(np.prod([d.shape[i] for i in dims])) if d.ndim else 1
+    denom = _max(count - _correction(unbiased, correction), 0)
+    mu = np.mean(d, axis=dims, keepdims=True)
+    centered = d - mu
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.sum(centered * centered, axis=dims, keepdims=keepdim) / np.asarray(denom, d.dtype)
+    out = np.asarray(np.sqrt(out) if sqrt else out, dtype=d.dtype)
+    if needs_grad(x):
+        node = (StdBackward0 if sqrt else VarBackward0)((edge(x),))
+        node._dims, node._keepdim, node._denom = dims, keepdim, denom
+        node.x, node.mean = d, mu
+        if sqrt:
+            node.out = out  # type: ignore[attr-defined]
+        node._save(x)
+        return record(out, node)
+    return wrap(out)
 
 
 def var(
@@ -137,22 +189,7 @@ def var(
     correction: Any = None,
 ) -> Tensor:
     """Variance with Bessel's correction by default (``correction=1``), as torch."""
-    d = x._data
-    dims = normalize_dims(dim, d.ndim)
-    count = int(np.prod([d.shape[i] for i in dims])) if d.ndim else 1
-    denom = _max(count - _correction(unbiased, correction), 0)
-    mu = np.mean(d, axis=dims, keepdims=True)
-    centered = d - mu
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.sum(centered * centered, axis=dims, keepdims=keepdim) / np.asarray(denom, d.dtype)
-    out = np.asarray(out, dtype=d.dtype)
-    if needs_grad(x):
-        node = VarBackward0((edge(x),))
-        node._dims, node._keepdim, node._denom = dims, keepdim, denom
-        node.x, node.mean = d, mu
-        node._save(x)
-        return record(out, node)
-    return wrap(out)
+    return _variance(x, dim, unbiased, keepdim, correction, sqrt=False)
 
 
 def std(
@@ -163,10 +200,8 @@ def std(
     *,
     correction: Any = None,
 ) -> Tensor:
-    """Standard deviation: the square root of :func:`var`, differentiated through it."""
-    from .unary import sqrt
-
-    return sqrt(var(x, dim, unbiased, keepdim, correction=correction))
+    """Standard deviation, ``sqrt(var)``, with the same correction rules as :func:`var`."""
+    return _variance(x, dim, unbiased, keepdim, correction, sqrt=True)
 
 
 class AmaxBackward0(Node):
@@ -183,14 +218,31 @@ class AmaxBackward0(Node):
         return (g * mask / count,)
 
 
-def _extreme(x: Tensor, dim: Any, keepdim: bool, fn: Any) -> Tensor:
+class AminBackward0(AmaxBackward0):
+    pass
+
+
+class MaxBackward1(AmaxBackward0):
+    """``x.max()`` over all elements."""
+
+
+class MinBackward1(AmaxBackward0):
+    """``x.min()`` over all elements."""
+
+
+def _extreme(
+    x: Tensor, dim: Any, keepdim: bool, fn: Any, cls: type[AmaxBackward0] = AmaxBackward0
+) -> Tensor:
     d = x._data
-    dims = normalize_dims(dim, d.ndim)
+    dims = normalize_dims(dim, d.ndim, reduce=True)
     if d.size == 0:
-        raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0.")
+        name = "max" if fn is np.max else "min"
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+        )
     out = np.asarray(fn(d, axis=dims, keepdims=keepdim))
     if needs_grad(x):
-        node = AmaxBackward0((edge(x),))
+        node = cls((edge(x),))
         node._dims, node._keepdim, node.x, node.out = dims, keepdim, d, out
         node._save(x)
         return record(out, node)
@@ -202,15 +254,17 @@ def amax(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
 
 
 def amin(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    return _extreme(x, dim, keepdim, np.min)
+    return _extreme(x, dim, keepdim, np.min, AminBackward0)
 
 
-class IndexedReduceBackward(Node):
+class MaxBackward0(Node):
     """max/min along a dim: the gradient goes to the selected index only."""
 
     __slots__ = ("_dim", "_index", "_keepdim", "_shape")
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        if self._dim is None:  # a 0-d input
+            return (g,)
         idx = self._index
         if not self._keepdim:
             g = np.expand_dims(g, self._dim)
@@ -220,11 +274,25 @@ class IndexedReduceBackward(Node):
         return (grad,)
 
 
+class MinBackward0(MaxBackward0):
+    pass
+
+
 def _extreme_along(x: Tensor, dim: int, keepdim: bool, arg: Any) -> Any:
     d = x._data
     (axis,) = normalize_dims(dim, d.ndim)
-    if d.ndim == 0:
-        return values_indices(_extreme(x, None, False, np.max), wrap(np.asarray(0)))
+    if d.ndim == 0:  # one element: it is the extreme, at index 0
+        values, index = d.copy(), np.zeros((), dtype=np.int64)
+        if needs_grad(x):
+            node = (MaxBackward0 if arg is np.argmax else MinBackward0)((edge(x),))
+            node._dim, node._keepdim, node._shape, node._index = None, True, (), index
+            return values_indices(record(values, node), wrap(index))
+        return values_indices(wrap(values), wrap(index))
+    if d.shape[axis] == 0:
+        raise IndexError(
+            f"{'max' if arg is np.argmax else 'min'}(): Expected reduction dim {axis} to have "
+            "non-zero size."
+        )
     index = arg(d, axis=axis, keepdims=True)
     values = np.take_along_axis(d, index, axis=axis)
     if not keepdim:
@@ -232,7 +300,7 @@ def _extreme_along(x: Tensor, dim: int, keepdim: bool, arg: Any) -> Any:
         index = np.squeeze(index, axis)
     indices = wrap(index.astype(np.int64))
     if needs_grad(x):
-        node = IndexedReduceBackward((edge(x),))
+        node = (MaxBackward0 if arg is np.argmax else MinBackward0)((edge(x),))
         node._dim, node._keepdim, node._shape, node._index = axis, keepdim, d.shape, index
         return values_indices(record(values, node), indices)
     return values_indices(wrap(values), indices)
@@ -245,7 +313,7 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
         return maximum(x, dim)
     if dim is None:
-        return _extreme(x, None, False, np.max)
+        return _extreme(x, None, False, np.max, MaxBackward1)
     return _extreme_along(x, dim, keepdim, np.argmax)
 
 
@@ -256,7 +324,7 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
         return minimum(x, dim)
     if dim is None:
-        return _extreme(x, None, False, np.min)
+        return _extreme(x, None, False, np.min, MinBackward1)
     return _extreme_along(x, dim, keepdim, np.argmin)
 
 
@@ -274,7 +342,9 @@ def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     return wrap(np.argmin(d, axis=dim, keepdims=keepdim).astype(np.int64))
 
 
-class NormBackward1(Node):
+class LinalgVectorNormBackward0(Node):
+    """Vector p-norm; torch 2.x routes ``Tensor.norm`` through ``linalg.vector_norm``."""
+
     __slots__ = ("_dims", "_keepdim", "_p", "out", "x")
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
@@ -300,7 +370,7 @@ def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> T
     """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
     d = x._data
     order = 2 if p in ("fro", None) else float(p)
-    dims = normalize_dims(dim, d.ndim)
+    dims = normalize_dims(dim, d.ndim, reduce=True)
     a = np.abs(d)
     if order == np.inf:
         out = np.max(a, axis=dims, keepdims=keepdim)
@@ -314,7 +384,7 @@ def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> T
         out = np.sum(a**order, axis=dims, keepdims=keepdim) ** (1.0 / order)
     out = np.asarray(out, dtype=d.dtype)
     if needs_grad(x) and order != 0:
-        node = NormBackward1((edge(x),))
+        node = LinalgVectorNormBackward0((edge(x),))
         node._dims, node._keepdim, node._p, node.x, node.out = dims, keepdim, order, d, out
         node._save(x)
         return record(out, node)
@@ -343,16 +413,20 @@ class ProdBackward0(Node):
         return (g * others,)
 
 
+class ProdBackward1(ProdBackward0):
+    """prod along one dim."""
+
+
 def prod(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     d = x._data
-    dims = normalize_dims(dim, d.ndim)
+    dims = normalize_dims(dim, d.ndim, reduce=True)
     out = np.asarray(
         np.prod(
             d, axis=None if dim is None else dims, keepdims=keepdim if dim is not None else False
         )
     )
     if needs_grad(x):
-        node = ProdBackward0((edge(x),))
+        node = (ProdBackward0 if dim is None else ProdBackward1)((edge(x),))
         node._dims = dims if dim is not None else tuple(range(d.ndim))
         node._keepdim = keepdim if dim is not None else False
         node.x = d
@@ -373,7 +447,7 @@ class LogsumexpBackward0(Node):
 def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` along ``dim``, computed stably."""
     d = x._data
-    dims = normalize_dims(dim, d.ndim)
+    dims = normalize_dims(dim, d.ndim, reduce=True)
     m = np.max(d, axis=dims, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
     out = np.log(np.sum(np.exp(d - m), axis=dims, keepdims=True)) + m

@@ -45,7 +45,7 @@ def _as_view(out: np.ndarray, x: Tensor, node: Node | None) -> Tensor:
 
 
 class ViewBackward0(Node):
-    """reshape/view/flatten/squeeze/unsqueeze: the gradient takes the input's shape back."""
+    """reshape/view/flatten: the gradient takes the input's shape back."""
 
     __slots__ = ("_shape",)
 
@@ -53,30 +53,71 @@ class ViewBackward0(Node):
         return (g.reshape(self._shape),)
 
 
-def _reshaped(x: Tensor, out: np.ndarray) -> Tensor:
+class UnsafeViewBackward0(ViewBackward0):
+    """reshape of a tensor that cannot be viewed: the result is a copy, not a view."""
+
+
+class SqueezeBackward0(ViewBackward0):
+    """squeeze() of every size-1 dim."""
+
+
+class SqueezeBackward1(ViewBackward0):
+    """squeeze(dim)."""
+
+
+class SqueezeBackward2(ViewBackward0):
+    """squeeze(dims) with a tuple of dims."""
+
+
+class UnsqueezeBackward0(ViewBackward0):
+    pass
+
+
+def _reshaped(x: Tensor, out: np.ndarray, cls: type[ViewBackward0] = ViewBackward0) -> Tensor:
     node = None
     if needs_grad(x):
-        node = ViewBackward0((edge(x),))
+        node = cls((edge(x),))
         node._shape = x._data.shape
     return _as_view(out, x, node)
 
 
-def reshape(x: Tensor, *shape: Any) -> Tensor:
-    d = x._data
-    target = _sizes(shape)
+def _copied(d: np.ndarray, out: np.ndarray) -> bool:
+    """True when numpy had to copy to reshape (only possible for a non-contiguous input)."""
+    return not d.flags.c_contiguous and not np.may_share_memory(out, d)
+
+
+def _reshape_array(d: np.ndarray, target: tuple[int, ...]) -> np.ndarray:
     try:
-        out = d.reshape(target)
+        return d.reshape(target)
     except ValueError:
         raise RuntimeError(
             f"shape '{list(target)}' is invalid for input of size {d.size}"
         ) from None
+
+
+def reshape(x: Tensor, *shape: Any) -> Tensor:
+    d = x._data
+    out = _reshape_array(d, _sizes(shape))
+    if _copied(d, out):
+        if needs_grad(x):
+            node = UnsafeViewBackward0((edge(x),))
+            node._shape = d.shape
+            return record(out, node)
+        return wrap(out)
     return _reshaped(x, out)
 
 
 def view(x: Tensor, *shape: Any) -> Tensor:
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
         return to(x, shape[0])  # x.view(dtype) is a reinterpretation in torch; a cast here
-    return reshape(x, *shape)
+    d = x._data
+    out = _reshape_array(d, _sizes(shape))
+    if _copied(d, out):
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        )
+    return _reshaped(x, out)
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -86,17 +127,21 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     start, end = normalize_dims((start_dim, end_dim), d.ndim)
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    shape = (*d.shape[:start], int(np.prod(d.shape[start:end + 1])), *d.shape[end + 1:])
-    return _reshaped(x, d.reshape(shape))
+    if start == end:
+        return x
+    return reshape(
+        x, (*d.shape[:start], int(np.prod(d.shape[start : end + 1])), *d.shape[end + 1 :])
+    )
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     d = x._data
     if dim is None:
-        return _reshaped(x, np.squeeze(d))
+        return _reshaped(x, np.squeeze(d), SqueezeBackward0)
     dims = normalize_dims(dim, d.ndim)
     keep = tuple(i for i in dims if d.ndim and d.shape[i] == 1)
-    return _reshaped(x, np.squeeze(d, axis=keep) if keep else d.reshape(d.shape))
+    out = np.squeeze(d, axis=keep) if keep else d.reshape(d.shape)
+    return _reshaped(x, out, SqueezeBackward1 if isinstance(dim, int) else SqueezeBackward2)
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
@@ -106,7 +151,7 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
         raise IndexError(
             f"Dimension out of range (expected to be in range of [{-span}, {span - 1}], but got {dim})"
         )
-    return _reshaped(x, np.expand_dims(d, dim % span))
+    return _reshaped(x, np.expand_dims(d, dim % span), UnsqueezeBackward0)
 
 
 class PermuteBackward0(Node):
@@ -116,37 +161,64 @@ class PermuteBackward0(Node):
         return (np.transpose(g, self._inverse),)
 
 
+class TransposeBackward0(PermuteBackward0):
+    pass
+
+
+class TBackward0(PermuteBackward0):
+    pass
+
+
+def _permuted(x: Tensor, order: tuple[int, ...], cls: type[PermuteBackward0]) -> Tensor:
+    node = None
+    if needs_grad(x):
+        node = cls((edge(x),))
+        node._inverse = tuple(np.argsort(order))
+    return _as_view(np.transpose(x._data, order), x, node)
+
+
 def permute(x: Tensor, *dims: Any) -> Tensor:
     d = x._data
-    order = normalize_dims(_sizes(dims), d.ndim) if d.ndim else ()
-    if sorted(order) != list(range(d.ndim)):
+    sizes = _sizes(dims)
+    if len(sizes) != d.ndim:
         raise RuntimeError(
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
             f"length of the desired ordering of dimensions i.e. input.dim() = {d.ndim} is not "
-            f"equal to len(dims) = {len(order)}"
+            f"equal to len(dims) = {len(sizes)}"
         )
-    node = None
-    if needs_grad(x):
-        node = PermuteBackward0((edge(x),))
-        node._inverse = tuple(np.argsort(order))
-    return _as_view(np.transpose(d, order), x, node)
+    order = normalize_dims(sizes, d.ndim) if d.ndim else ()
+    if len(set(order)) != len(order):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return _permuted(x, order, PermuteBackward0)
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     nd = x._data.ndim
-    if nd == 0:
-        return x
     a, b = normalize_dims((dim0, dim1), nd)
     order = list(range(nd))
-    order[a], order[b] = order[b], order[a]
-    return permute(x, tuple(order))
+    if nd:
+        order[a], order[b] = order[b], order[a]
+    return _permuted(x, tuple(order), TransposeBackward0)
 
 
 def t(x: Tensor) -> Tensor:
     nd = x._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
-    return x if nd < 2 else permute(x, (1, 0))
+    return _permuted(x, tuple(range(nd - 1, -1, -1)), TBackward0)
+
+
+def _expand_error(shape: tuple[int, ...], target: list[int]) -> RuntimeError:
+    lead = len(target) - len(shape)
+    dim = next(
+        (lead + i for i, size in enumerate(shape) if size != 1 and target[lead + i] != size), 0
+    )
+    existing = shape[dim - lead] if dim >= lead else 1
+    return RuntimeError(
+        f"The expanded size of the tensor ({target[dim]}) must match the existing size "
+        f"({existing}) at non-singleton dimension {dim}.  Target sizes: {target}.  "
+        f"Tensor sizes: {list(shape)}"
+    )
 
 
 class ExpandBackward0(Node):
@@ -171,11 +243,7 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
     try:
         out = np.broadcast_to(d, tuple(target))
     except ValueError:
-        raise RuntimeError(
-            f"The expanded size of the tensor ({target[-1]}) must match the existing size "
-            f"({d.shape[-1] if d.ndim else 1}) at non-singleton dimension. Target sizes: "
-            f"{target}.  Tensor sizes: {list(d.shape)}"
-        ) from None
+        raise _expand_error(d.shape, target) from None
     node = None
     if needs_grad(x):
         node = ExpandBackward0((edge(x),))
@@ -188,6 +256,10 @@ class SplitBackward0(Node):
 
     __slots__ = ("_axis", "_dtype", "_n_out", "_shapes")
 
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        # A single piece: the engine passes its gradient straight to backward().
+        return self.backward_multi([g])
+
     def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
         parts = [
             g if g is not None else np.zeros(shape, dtype=self._dtype)
@@ -196,16 +268,31 @@ class SplitBackward0(Node):
         return (np.concatenate(parts, axis=self._axis),)
 
 
-def _pieces(x: Tensor, bounds: list[int], axis: int) -> tuple[Tensor, ...]:
-    d = x._data
-    arrays = np.split(d, bounds, axis=axis)
+class SplitWithSizesBackward0(SplitBackward0):
+    """split with a list of sizes."""
+
+
+class UnbindBackward0(SplitBackward0):
+    """unbind: the pieces lost the split dim, so the gradients are stacked back along it."""
+
+    def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+        parts = [
+            g if g is not None else np.zeros(shape, dtype=self._dtype)
+            for g, shape in zip(grads, self._shapes)
+        ]
+        return (np.stack(parts, axis=self._axis),)
+
+
+def _pieces(
+    x: Tensor, arrays: list[np.ndarray], axis: int, cls: type[SplitBackward0]
+) -> tuple[Tensor, ...]:
     if not needs_grad(x):
         return tuple(_as_view(a, x, None) for a in arrays)
-    node = SplitBackward0((edge(x),))
+    node = cls((edge(x),))
     node._n_out = len(arrays)
     node._axis = axis
     node._shapes = [a.shape for a in arrays]
-    node._dtype = d.dtype
+    node._dtype = x._data.dtype
     outs = []
     for nr, a in enumerate(arrays):
         out = _as_view(a, x, node)
@@ -217,35 +304,47 @@ def _pieces(x: Tensor, bounds: list[int], axis: int) -> tuple[Tensor, ...]:
 def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into pieces of a given size (last may be smaller) or of the listed sizes."""
     d = x._data
+    if d.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     (axis,) = normalize_dims(dim, d.ndim)
     length = d.shape[axis]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0:
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got {step}")
-        bounds = list(range(step, length, step))
-    else:
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != length:
             raise RuntimeError(
-                f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's "
-                f"size at dimension {axis}), but got split_sizes={sizes}"
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}"
+                if step == 0
+                else f"split expects split_size be non-negative, but got split_size={step}"
             )
-        bounds = list(np.cumsum(sizes)[:-1])
-    return _pieces(x, bounds, axis)
+        bounds = list(range(step, length, step))
+        return _pieces(x, np.split(d, bounds, axis=axis), axis, SplitBackward0)
+    sizes = [int(size) for size in split_size_or_sections]
+    if sum(sizes) != length:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's "
+            f"size at dimension {axis}), but got split_sizes={sizes}"
+        )
+    bounds = list(np.cumsum(sizes)[:-1])
+    return _pieces(x, np.split(d, bounds, axis=axis), axis, SplitWithSizesBackward0)
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    if x._data.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     length = x._data.shape[normalize_dims(dim, x._data.ndim)[0]]
     step = max(-(-length // chunks), 1)
     return split(x, step, dim)
 
 
 def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    (axis,) = normalize_dims(dim, x._data.ndim)
-    return tuple(squeeze(piece, axis) for piece in split(x, 1, axis))
+    """The slices along ``dim``, as views, sharing one UnbindBackward0 node."""
+    d = x._data
+    if d.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    (axis,) = normalize_dims(dim, d.ndim)
+    return _pieces(x, list(np.moveaxis(d, axis, 0)), axis, UnbindBackward0)
 
 
 class CatBackward0(Node):
@@ -255,20 +354,37 @@ class CatBackward0(Node):
         return tuple(np.split(g, self._bounds, axis=self._axis))
 
 
+def _cat_error(arrays: list[np.ndarray], axis: int) -> RuntimeError:
+    first = arrays[0]
+    for i, a in enumerate(arrays[1:], start=1):
+        if a.ndim != first.ndim:
+            return RuntimeError(
+                f"Tensors must have same number of dimensions: got {first.ndim} and {a.ndim}"
+            )
+        for d, (expected, got) in enumerate(zip(first.shape, a.shape)):
+            if d != axis and expected != got:
+                return RuntimeError(
+                    f"Sizes of tensors must match except in dimension {axis}. Expected size "
+                    f"{expected} but got size {got} for tensor number {i} in the list."
+                )
+    shapes = ", ".join(str(list(a.shape)) for a in arrays)
+    return RuntimeError(f"cannot concatenate tensors of shapes {shapes} along dimension {axis}")
+
+
 def cat(tensors: Any, dim: int = 0) -> Tensor:
     """Concatenate along an existing dim; shapes must agree elsewhere."""
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
     arrays = [t._data for t in tensors]
+    for i, a in enumerate(arrays):
+        if a.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     (axis,) = normalize_dims(dim, arrays[0].ndim)
     try:
         out = np.concatenate(arrays, axis=axis)
     except ValueError:
-        shapes = ", ".join(str(list(a.shape)) for a in arrays)
-        raise RuntimeError(
-            f"Sizes of tensors must match except in dimension {axis}: got {shapes}"
-        ) from None
+        raise _cat_error(arrays, axis) from None
     if needs_grad(*tensors):
         node = CatBackward0(tuple(edge(t) for t in tensors))
         node._axis = axis
@@ -277,17 +393,32 @@ def cat(tensors: Any, dim: int = 0) -> Tensor:
     return wrap(out)
 
 
+class StackBackward0(Node):
+    __slots__ = ("_axis",)
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return tuple(np.moveaxis(g, self._axis, 0))
+
+
 def stack(tensors: Any, dim: int = 0) -> Tensor:
     """Join along a new dim; every tensor must have the same shape."""
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
-    shapes = {t._data.shape for t in tensors}
-    if len(shapes) > 1:
-        raise RuntimeError(f"stack expects each tensor to be equal size, but got {sorted(shapes)}")
-    span = tensors[0]._data.ndim + 1
-    axis = dim % span
-    return cat([unsqueeze(t, axis) for t in tensors], axis)
+    arrays = [t._data for t in tensors]
+    for i, a in enumerate(arrays):
+        if a.shape != arrays[0].shape:
+            raise RuntimeError(
+                "stack expects each tensor to be equal size, but got "
+                f"{list(arrays[0].shape)} at entry 0 and {list(a.shape)} at entry {i}"
+            )
+    (axis,) = normalize_dims(dim, arrays[0].ndim + 1)
+    out = np.stack(arrays, axis=axis)
+    if needs_grad(*tensors):
+        node = StackBackward0(tuple(edge(t) for t in tensors))
+        node._axis = axis
+        return record(out, node)
+    return wrap(out)
 
 
 class CloneBackward0(Node):

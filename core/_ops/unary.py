@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Node, Tensor, edge, needs_grad, record, wrap
+from .._dtype import float32
+from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
 
 __all__ = [
     "abs",
@@ -17,6 +18,7 @@ __all__ = [
     "gelu",
     "leaky_relu",
     "log",
+    "reciprocal",
     "relu",
     "sigmoid",
     "sign",
@@ -52,6 +54,12 @@ class SqrtBackward0(_SavesOutput):
 class AbsBackward0(_SavesInput):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g * np.sign(self.x),)
+
+
+class ReciprocalBackward0(_SavesOutput):
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        out = self.out
+        return (-g * out * out,)
 
 
 class SinBackward0(_SavesInput):
@@ -104,17 +112,43 @@ class GeluBackward0(_SavesInput):
         return (g * (cdf + x * pdf),)
 
 
+def _inside(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
+    """Where ``x`` lies within [lo, hi], bounds included: where clamp passes the gradient."""
+    if lo is None:
+        return x <= hi
+    if hi is None:
+        return x >= lo
+    return (x >= lo) & (x <= hi)
+
+
 class ClampBackward1(_SavesInput):
+    """clamp with number bounds."""
+
     __slots__ = ("_hi", "_lo")
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        x = self.x
-        keep = np.ones(x.shape, dtype=bool)
-        if self._lo is not None:
-            keep &= x >= self._lo
-        if self._hi is not None:
-            keep &= x <= self._hi
-        return (g * keep,)
+        return (g * _inside(self.x, self._lo, self._hi),)
+
+
+class ClampBackward0(Node):
+    """clamp with Tensor bounds: a bound gets the gradient where it is the active one (as torch)."""
+
+    __slots__ = ("hi", "lo", "x")
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        e_x, e_lo, e_hi = self._next
+        x, lo, hi = self.x, self.lo, self.hi
+        zero = np.zeros((), dtype=g.dtype)
+        gx = g_lo = g_hi = None
+        if e_x is not None:
+            gx = sum_to(np.where(_inside(x, lo, hi), g, zero), x.shape)
+        if e_lo is not None:
+            active = x < lo if hi is None else (x < lo) & (lo < hi)
+            g_lo = sum_to(np.where(active, g, zero), lo.shape)
+        if e_hi is not None:
+            active = x > hi if lo is None else (x > hi) | (hi < lo)
+            g_hi = sum_to(np.where(active, g, zero), hi.shape)
+        return (gx, g_lo, g_hi)
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
@@ -184,6 +218,14 @@ def cos(x: Tensor) -> Tensor:
     return _unary(x, np.cos(x._data), CosBackward0, "x")
 
 
+def reciprocal(x: Tensor) -> Tensor:
+    d = x._data
+    out = np.true_divide(1, d)
+    if d.dtype.kind != "f":
+        out = out.astype(float32)
+    return _unary(x, out, ReciprocalBackward0, "out")
+
+
 def tanh(x: Tensor) -> Tensor:
     return _unary(x, np.tanh(x._data), TanhBackward0, "out")
 
@@ -237,25 +279,44 @@ def sign(x: Tensor) -> Tensor:
     return wrap(np.sign(x._data))
 
 
-def _bound(value: Any) -> Any:
-    if isinstance(value, Tensor):
-        return value._data
-    return value
-
-
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Clamp into [min, max]; the gradient passes where the input lies inside (bounds included)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    lo, hi = _bound(min), _bound(max)
-    out = np.clip(x._data, lo, hi)
-    if out.dtype != x._data.dtype and x._data.dtype.kind == "f":
-        out = out.astype(x._data.dtype)
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return _clamp_tensor(x, min, max)
+    d = x._data
+    out = np.clip(d, min, max)
+    if out.dtype is not d.dtype:
+        out = out.astype(d.dtype if d.dtype.kind == "f" else float32)
     if needs_grad(x):
         node = ClampBackward1((edge(x),))
-        node.x = x._data
-        node._lo = lo
-        node._hi = hi
+        node.x = d
+        node._lo = min
+        node._hi = max
         node._save(x)
+        return record(out, node)
+    return wrap(out)
+
+
+def _clamp_tensor(x: Tensor, min: Any, max: Any) -> Tensor:
+    lo = min if isinstance(min, Tensor) or min is None else wrap(np.asarray(min, x._data.dtype))
+    hi = max if isinstance(max, Tensor) or max is None else wrap(np.asarray(max, x._data.dtype))
+    lo_d = None if lo is None else lo._data
+    hi_d = None if hi is None else hi._data
+    try:
+        out = np.clip(x._data, lo_d, hi_d)
+    except ValueError:
+        from .arith import broadcast_error
+
+        other = lo_d if lo_d is not None else hi_d
+        raise broadcast_error(x._data, other) from None
+    bounds = [t for t in (lo, hi) if t is not None]
+    if needs_grad(x, *bounds):
+        node = ClampBackward0(
+            (edge(x), None if lo is None else edge(lo), None if hi is None else edge(hi))
+        )
+        node.x, node.lo, node.hi = x._data, lo_d, hi_d
+        node._save(x, *bounds)
         return record(out, node)
     return wrap(out)

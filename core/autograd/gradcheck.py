@@ -36,7 +36,8 @@ def _numerical(
         minus = _outputs(fn, inputs)[k]._data.astype(np.float64).reshape(-1).copy()
         flat[j] = old
         columns.append((plus - minus) / (2 * eps))
-    return np.stack(columns, axis=1) if columns else np.zeros((0, 0))
+    out_size = _outputs(fn, inputs)[k]._data.size
+    return np.stack(columns, axis=1) if columns else np.zeros((out_size, 0))
 
 
 def _analytical(fn: Callable[..., Any], inputs: Sequence[Any], i: int, k: int) -> np.ndarray:
@@ -56,7 +57,7 @@ def _analytical(fn: Callable[..., Any], inputs: Sequence[Any], i: int, k: int) -
         )
         size = inputs[i]._data.size
         rows.append(np.zeros(size) if g is None else g._data.astype(np.float64).reshape(-1))
-    return np.stack(rows, axis=0) if rows else np.zeros((0, 0))
+    return np.stack(rows, axis=0) if rows else np.zeros((0, inputs[i]._data.size))
 
 
 def gradcheck(

@@ -165,3 +165,12 @@ def test_grad_fn_graph_structure(lib):
     (first, nr), (second, _) = y.grad_fn.next_functions
     assert (type(first).__name__, nr, second) == ("AccumulateGrad", 0, None)
     assert first.variable is x
+
+
+def test_inplace_write_through_detached_tensor_invalidates_saved_output(lib):
+    """detach() shares the version counter: writing through it makes backward raise."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    y.detach().add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
