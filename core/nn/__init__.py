@@ -1,0 +1,68 @@
+"""Neural network layers, losses and initialisation, as ``torch.nn``.
+
+``hookgrad.nn.Module`` keeps parameters, buffers and children in ordered dicts and routes
+attribute assignment into them; ``hookgrad.nn.functional`` holds the functional forms, whose
+layers record one fused graph node each.
+"""
+
+from __future__ import annotations
+
+from . import functional, init, modules, parameter, utils
+from .modules import (
+    GELU,
+    BCEWithLogitsLoss,
+    Conv2d,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    L1Loss,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    LogSoftmax,
+    Module,
+    ModuleDict,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+from .parameter import Parameter
+
+__all__ = [
+    "BCEWithLogitsLoss",
+    "Conv2d",
+    "CrossEntropyLoss",
+    "Dropout",
+    "Embedding",
+    "Flatten",
+    "GELU",
+    "Identity",
+    "L1Loss",
+    "LayerNorm",
+    "LeakyReLU",
+    "Linear",
+    "LogSoftmax",
+    "MSELoss",
+    "Module",
+    "ModuleDict",
+    "ModuleList",
+    "NLLLoss",
+    "Parameter",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "functional",
+    "init",
+    "modules",
+    "parameter",
+    "utils",
+]

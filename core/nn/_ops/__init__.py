@@ -1,0 +1,1 @@
+"""Kernels of ``hookgrad.nn.functional``: fused forward computations and their graph nodes."""

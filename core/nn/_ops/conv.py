@@ -1,0 +1,234 @@
+"""``F.conv2d`` (im2col + one batched matmul, fused backward) and constant ``F.pad``.
+
+The input is zero-padded, viewed as sliding windows with ``sliding_window_view`` (no copy),
+and the strided/dilated windows are gathered once into a column matrix ``cols`` of shape
+``(N, groups, C/groups * kh * kw, OH * OW)``. The output is ``W @ cols`` for every sample and
+group. Backward reuses ``cols`` for the weight gradient and scatters ``W.T @ g`` back onto
+the padded input, one kernel offset at a time (``kh * kw`` strided adds).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
+
+__all__ = ["ConstantPadNdBackward0", "ConvolutionBackward0", "conv2d", "pad", "pair"]
+
+
+def pair(value: Any, name: str = "value") -> tuple[int, int]:
+    """``3`` -> ``(3, 3)``; a 1-sequence repeats; a 2-sequence is kept."""
+    if isinstance(value, (tuple, list)):
+        if len(value) == 1:
+            return (int(value[0]), int(value[0]))
+        if len(value) != 2:
+            raise RuntimeError(f"expected {name} to be a single integer or a pair, got {value}")
+        return (int(value[0]), int(value[1]))
+    return (int(value), int(value))
+
+
+class ConvolutionBackward0(Node):
+    """Gradients of a 2-D convolution with edges ``(input, weight, bias)`` as torch."""
+
+    __slots__ = ("_geometry", "cols", "weight")
+
+    cols: np.ndarray
+    weight: np.ndarray
+    # (x shape, padding, stride, dilation, output spatial size, groups)
+    _geometry: tuple[Any, ...]
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        ex, ew, eb = self._next
+        shape, padding, stride, dilation, out_hw, groups = self._geometry
+        n, o = g.shape[0], g.shape[1]
+        g4 = g.reshape(n, groups, o // groups, out_hw[0] * out_hw[1])
+        gx = gw = gb = None
+        if eb is not None:
+            gb = g.sum(axis=(0, 2, 3))
+        if ew is not None:
+            gw = _weight_grad(g4, self.cols, self.weight.shape)
+        if ex is not None:
+            w3 = self.weight.reshape(groups, o // groups, -1)
+            gcols = np.swapaxes(w3, 1, 2) @ g4  # (N, G, Cg*kh*kw, L)
+            gx = _col2im(gcols, shape, self.weight.shape[2:], padding, stride, dilation, out_hw)
+        return (gx, gw, gb)
+
+
+def _weight_grad(g4: np.ndarray, cols: np.ndarray, w_shape: tuple[int, ...]) -> np.ndarray:
+    """``sum_n g[n] @ cols[n].T`` per group: a batched matmul, then a sum of weight-sized terms."""
+    return (g4 @ np.swapaxes(cols, -1, -2)).sum(axis=0).reshape(w_shape)
+
+
+def _col2im(
+    gcols: np.ndarray,
+    shape: tuple[int, ...],
+    kernel: tuple[int, ...],
+    padding: tuple[int, int],
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+    out_hw: tuple[int, int],
+) -> np.ndarray:
+    """Scatter-add column gradients back onto the (padded) input, then crop the padding."""
+    n, c, h, w = shape
+    (ph, pw), (sh, sw), (dh, dw) = padding, stride, dilation
+    kh, kw = kernel
+    oh, ow = out_hw
+    cols6 = gcols.reshape(n, c, kh, kw, oh, ow)
+    grad = np.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=gcols.dtype)
+    for i in range(kh):
+        top = i * dh
+        for j in range(kw):
+            left = j * dw
+            grad[
+                :, :, top : top + sh * (oh - 1) + 1 : sh, left : left + sw * (ow - 1) + 1 : sw
+            ] += cols6[:, :, i, j]
+    return grad[:, :, ph : ph + h, pw : pw + w]
+
+
+def _padding(padding: Any, kernel: tuple[int, int], dilation: tuple[int, int]) -> tuple[int, int]:
+    if padding == "valid":
+        return (0, 0)
+    if padding == "same":
+        spans = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        if any(s % 2 for s in spans):
+            raise NotImplementedError(
+                "padding='same' with an even effective kernel size needs asymmetric padding, "
+                "which hookgrad's conv2d does not support"
+            )
+        return (spans[0] // 2, spans[1] // 2)
+    if isinstance(padding, str):
+        raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+    return pair(padding, "padding")
+
+
+def _check_conv(x: np.ndarray, w: np.ndarray, groups: int) -> None:
+    if w.ndim != 4:
+        raise RuntimeError(f"conv2d(): expected a 4-D weight, got {w.ndim}-D")
+    if x.ndim != 4 or x.shape[1] != w.shape[1] * groups or w.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(w.shape)}, expected input"
+            f"{list(x.shape)} to have {w.shape[1] * groups} channels, but got "
+            f"{x.shape[1] if x.ndim > 1 else 0} channels instead"
+        )
+
+
+def _im2col(
+    x: np.ndarray,
+    kernel: tuple[int, int],
+    padding: tuple[int, int],
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+    groups: int,
+) -> tuple[np.ndarray, tuple[int, int]]:
+    """Columns ``(N, G, C/G * kh * kw, OH * OW)`` of the padded input, and ``(OH, OW)``."""
+    n, c, h, w = x.shape
+    (ph, pw), (sh, sw), (dh, dw) = padding, stride, dilation
+    kh, kw = kernel
+    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    if ph or pw:
+        x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    if h + 2 * ph < span_h or w + 2 * pw < span_w:
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({h + 2 * ph} x {w + 2 * pw}). Kernel "
+            f"size: ({span_h} x {span_w}). Kernel size can't be greater than actual input size"
+        )
+    windows = sliding_window_view(x, (span_h, span_w), axis=(2, 3))
+    windows = windows[:, :, ::sh, ::sw, ::dh, ::dw]  # (N, C, OH, OW, kh, kw), still a view
+    oh, ow = windows.shape[2], windows.shape[3]
+    cols = np.ascontiguousarray(windows.transpose(0, 1, 4, 5, 2, 3))
+    return cols.reshape(n, groups, (c // groups) * kh * kw, oh * ow), (oh, ow)
+
+
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """2-D cross-correlation over ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input."""
+    x, w = input._data, weight._data
+    if x.ndim == 3:
+        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(
+            0
+        )
+    _check_conv(x, w, groups)
+    strides, dilations = pair(stride, "stride"), pair(dilation, "dilation")
+    kernel = (w.shape[2], w.shape[3])
+    pads = _padding(padding, kernel, dilations)
+    cols, out_hw = _im2col(x, kernel, pads, strides, dilations, groups)
+    o = w.shape[0]
+    out = w.reshape(groups, o // groups, -1) @ cols  # (N, G, O/G, L)
+    out = out.reshape(x.shape[0], o, *out_hw)
+    if bias is not None:
+        out += bias._data.reshape(1, o, 1, 1)
+    tensors = (input, weight) if bias is None else (input, weight, bias)
+    if not needs_grad(*tensors):
+        return wrap(out)
+    node = ConvolutionBackward0((edge(input), edge(weight), None if bias is None else edge(bias)))
+    node.cols = cols
+    node.weight = w
+    node._geometry = (x.shape, pads, strides, dilations, out_hw, groups)
+    node._save(input, weight)
+    return record(out, node)
+
+
+class ConstantPadNdBackward0(Node):
+    """The gradient of the input is the part of the output gradient it was copied to."""
+
+    __slots__ = ("_dst", "_shape", "_src")
+
+    _dst: tuple[slice, ...]
+    _shape: tuple[int, ...]
+    _src: tuple[slice, ...]
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        grad = np.zeros(self._shape, dtype=g.dtype)
+        grad[self._src] = g[self._dst]
+        return (grad,)
+
+
+def _pad_slices(
+    shape: tuple[int, ...], pads: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...]]:
+    """Output shape, and where the input's kept part comes from / goes to (negative crops)."""
+    if len(pads) % 2 or len(pads) // 2 > len(shape):
+        raise RuntimeError(
+            f"Padding length must be divisible by 2 and at most twice the input dimension, "
+            f"got {len(pads)} for a {len(shape)}-D input"
+        )
+    out_shape, src, dst = list(shape), [slice(None)] * len(shape), [slice(None)] * len(shape)
+    for k in range(len(pads) // 2):
+        dim = len(shape) - 1 - k
+        left, right = pads[2 * k], pads[2 * k + 1]
+        size = shape[dim]
+        out_shape[dim] = size + left + right
+        if out_shape[dim] < 0:
+            raise RuntimeError(
+                f"The input size {size}, plus negative padding {left} and {right} resulted in a "
+                f"negative output size, which is invalid. Check dimension {dim} of your input."
+            )
+        start, stop = max(-left, 0), size - max(-right, 0)
+        src[dim] = slice(start, max(stop, start))
+        dst[dim] = slice(max(left, 0), max(left, 0) + max(stop - start, 0))
+    return tuple(out_shape), tuple(src), tuple(dst)
+
+
+def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last ``len(pad) // 2`` dims by ``(left, right)`` pairs, last dim first."""
+    if mode != "constant":
+        raise NotImplementedError(f"F.pad: only mode='constant' is supported, got {mode!r}")
+    x = input._data
+    out_shape, src, dst = _pad_slices(x.shape, tuple(int(p) for p in pad))
+    out = np.full(out_shape, 0 if value is None else value, dtype=x.dtype)
+    out[dst] = x[src]
+    if needs_grad(input):
+        node = ConstantPadNdBackward0((edge(input),))
+        node._shape, node._src, node._dst = x.shape, src, dst
+        return record(out, node)
+    return wrap(out)

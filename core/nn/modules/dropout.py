@@ -1,0 +1,26 @@
+"""``Dropout``: zero elements with probability ``p`` in training mode, identity in eval."""
+
+from __future__ import annotations
+
+from ..._tensor import Tensor
+from .._ops.dropout import dropout
+from .module import Module
+
+__all__ = ["Dropout"]
+
+
+class Dropout(Module):
+    """Randomly zero elements (probability ``p``) and scale the kept ones by ``1/(1-p)``."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"

@@ -1,0 +1,55 @@
+"""``nn.Parameter``: a leaf Tensor that a Module registers as one of its parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._dtype import float32
+from .._tensor import Tensor, _wrap
+
+__all__ = ["Parameter"]
+
+
+class Parameter(Tensor):
+    """A Tensor that is a module parameter: assigning one to a Module attribute registers it.
+
+    ``Parameter(t)`` shares ``t``'s memory and version counter (as torch's ``_make_subclass``
+    does) and is always a leaf. Results of ops on a Parameter are plain Tensors, so a
+    Parameter costs normal tensors nothing.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        if data is None:
+            array, vbox = np.empty((0,), dtype=float32), [0]
+        elif isinstance(data, Tensor):
+            array, vbox = data._data, data._vbox
+        else:
+            raise TypeError(
+                f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}"
+            )
+        self._data = array
+        self._grad = None
+        self._requires_grad = False
+        self.grad_fn = None
+        self._output_nr = 0
+        self._vbox = vbox
+        self._base = None
+        self._acc = None
+        self._hooks = None
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (_rebuild_parameter, (self._data, self._requires_grad))
+
+
+def _rebuild_parameter(data: np.ndarray, requires_grad: bool) -> Parameter:
+    """Unpickling target of :meth:`Parameter.__reduce_ex__`."""
+    return Parameter(_wrap(data), requires_grad)
