@@ -101,8 +101,10 @@ def run_backward(
     _grad_state.enabled = False  # hooks and formulas run without recording (T-16)
     _running.stack.append(task)
     try:
-        _seed_roots(task, ready, roots, seeds)
-        _drain(task, ready)
+        # Non-finite gradients are data here, not an error: torch stays silent, so does numpy.
+        with np.errstate(all="ignore"):
+            _seed_roots(task, ready, roots, seeds)
+            _drain(task, ready)
     finally:
         _running.stack.pop()
         _grad_state.enabled = previous_mode

@@ -32,6 +32,11 @@ from .modules import (
     Sigmoid,
     Softmax,
     Tanh,
+    register_module_backward_hook,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
 )
 from .parameter import Parameter
 
@@ -64,5 +69,10 @@ __all__ = [
     "init",
     "modules",
     "parameter",
+    "register_module_backward_hook",
+    "register_module_forward_hook",
+    "register_module_forward_pre_hook",
+    "register_module_full_backward_hook",
+    "register_module_full_backward_pre_hook",
     "utils",
 ]

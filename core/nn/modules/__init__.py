@@ -9,7 +9,14 @@ from .dropout import Dropout
 from .flatten import Flatten
 from .linear import Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
-from .module import Module
+from .module import (
+    Module,
+    register_module_backward_hook,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
 from .normalization import LayerNorm
 from .sparse import Embedding
 
@@ -37,4 +44,9 @@ __all__ = [
     "Sigmoid",
     "Softmax",
     "Tanh",
+    "register_module_backward_hook",
+    "register_module_forward_hook",
+    "register_module_forward_pre_hook",
+    "register_module_full_backward_hook",
+    "register_module_full_backward_pre_hook",
 ]

@@ -18,9 +18,33 @@ from ..._dtype import float16, float32, float64
 from ..._grad_mode import no_grad
 from ..._tensor import Tensor
 from ..parameter import Parameter
+from ._global_hooks import (
+    GLOBAL_HOOKS,
+    register_module_backward_hook,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
+from ._module_hooks import ModuleHooksMixin, call_with_hooks
 from ._registration import check_name, discard, parse_to, typename
 
-__all__ = ["Module"]
+__all__ = [
+    "Module",
+    "register_module_backward_hook",
+    "register_module_forward_hook",
+    "register_module_forward_pre_hook",
+    "register_module_full_backward_hook",
+    "register_module_full_backward_pre_hook",
+]
+
+# torch's module-level names for the global hook tables, for code that inspects them.
+_global_forward_pre_hooks = GLOBAL_HOOKS.forward_pre
+_global_forward_hooks = GLOBAL_HOOKS.forward
+_global_forward_hooks_with_kwargs = GLOBAL_HOOKS.forward_with_kwargs
+_global_forward_hooks_always_called = GLOBAL_HOOKS.forward_always_called
+_global_backward_pre_hooks = GLOBAL_HOOKS.backward_pre
+_global_backward_hooks = GLOBAL_HOOKS.backward
 
 _M = TypeVar("_M", bound="Module")
 
@@ -53,7 +77,7 @@ def _forward_unimplemented(self: Module, *args: Any, **kwargs: Any) -> Any:
     )
 
 
-class Module:
+class Module(ModuleHooksMixin):
     """Base class for all neural network modules; subclasses implement :meth:`forward`."""
 
     dump_patches: ClassVar[bool] = False
@@ -82,6 +106,7 @@ class Module:
         d["_buffers"] = {}
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = {}
+        self._init_hook_tables()
 
     forward: Callable[..., Any] = _forward_unimplemented
 
@@ -89,12 +114,12 @@ class Module:
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         """Run the module on ``args``: the one entry point of every ``module(...)`` call.
 
-        Hook seam: module hooks are dispatched here and nowhere else. The hook change keeps
-        this line as the fast path, guarded by one cheap check (no local or global hook
-        registered) and sends every other call to a separate helper that runs the pre-hooks,
-        forward, the forward hooks and the backward-hook setup. Module keeps no hook storage
-        of its own until then, so today a call costs one extra Python frame over ``forward``.
+        Two flags decide the path: this module may have hooks, or some global hook may exist.
+        Both are set on registration and cleared by the slow path once it finds the tables
+        empty, so a module with no hook anywhere costs two attribute reads over ``forward``.
         """
+        if self._hooks_maybe or GLOBAL_HOOKS.active:
+            return call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
     __call__: Callable[..., Any] = _call_impl
@@ -235,6 +260,8 @@ class Module:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
+        if "_forward_hooks" not in self.__dict__:
+            self._init_hook_tables()
 
     # ------------------------------------------------------------------ traversal
     def named_modules(

@@ -1,0 +1,223 @@
+"""Module full backward hooks and backward pre-hooks, as ``torch.utils.hooks.BackwardHook``.
+
+At call time the module's tensor inputs and outputs are passed through identity nodes
+(``BackwardHookFunctionBackward``, as in torch). The output node runs the backward pre-hooks
+and remembers ``grad_output``; the input node runs when every gradient with respect to the
+inputs is known and calls the full hooks. That placement is what produces torch's observable
+behaviour: zeros for inputs that need no gradient (B-7), a full hook that never fires when
+forward ignores its inputs (B-10), views and the in-place error (B-14, B-15), and the hook
+list fixed at forward time (B-19). The nodes do the hook work themselves rather than through
+generic node hooks, so gradients are wrapped into Tensors once per module call.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..._grad_mode import _state as grad_state
+from ..._ops._base import edge
+from ..._tensor import Tensor, _TensorHooks, _wrap
+from ...autograd.graph import Node
+
+__all__ = ["BackwardHook", "BackwardHookFunctionBackward"]
+
+Hook = Callable[..., Any]
+
+_NO_INPUT_GRAD_WARNING = (
+    "Full backward hook is firing when gradients are computed with respect to module outputs "
+    "since no inputs require gradients. See "
+    "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+    "#torch.nn.Module.register_full_backward_hook for more details."
+)
+
+
+class BackwardHookFunctionBackward(Node):
+    """Identity over a module's tensors; its backward is where the module hooks run."""
+
+    __slots__ = ("_hook", "_is_output", "_meta", "_n_out")
+    _materialize = True
+
+    def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+        if self._is_output:
+            return self._hook._on_output_grads(grads)
+        filled = [
+            np.zeros(shape, dtype=dtype) if g is None else g
+            for g, (shape, dtype) in zip(grads, self._meta)
+        ]
+        return self._hook._on_input_grads(filled)
+
+
+def _view_error(nr: int) -> str:
+    return (
+        f"Output {nr} of BackwardHookFunctionBackward is a view and is being modified inplace. "
+        "This view was created inside a custom Function (or because an input was returned "
+        "as-is) and the autograd logic to handle view+inplace would override the custom "
+        "backward associated with the custom Function, leading to incorrect gradients. This "
+        "behavior is forbidden. You can fix this by cloning the output of the custom Function."
+    )
+
+
+def _tensor(value: np.ndarray | None) -> Tensor | None:
+    return None if value is None else _wrap(value)
+
+
+def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]], what: str) -> np.ndarray | None:
+    """Validate one replacement gradient the way torch's engine validates node outputs."""
+    if value is None:
+        return None
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{what} must be a Tensor or None, got {type(value).__name__}")
+    shape, dtype = like
+    data = value._data
+    if data.shape != shape:
+        raise RuntimeError(
+            f"Function BackwardHookFunctionBackward returned an invalid gradient - got "
+            f"{list(data.shape)} but expected shape compatible with {list(shape)}"
+        )
+    return data if data.dtype == dtype else data.astype(dtype)
+
+
+class BackwardHook:
+    """The backward hooks of one module call, captured when the call happened (B-19)."""
+
+    __slots__ = (
+        "grad_outputs",
+        "input_index",
+        "module",
+        "n_inputs",
+        "n_outputs",
+        "output_index",
+        "output_meta",
+        "user_hooks",
+        "user_pre_hooks",
+    )
+
+    def __init__(
+        self, module: Any, user_hooks: Sequence[Hook], user_pre_hooks: Sequence[Hook]
+    ) -> None:
+        self.module = module
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.grad_outputs: tuple[Any, ...] | None = None
+        self.n_inputs = -1
+        self.n_outputs = -1
+        self.input_index: list[int] | None = None
+        self.output_index: list[int] | None = None
+        self.output_meta: list[tuple[tuple[int, ...], np.dtype[Any]]] = []
+
+    # -- forward time --------------------------------------------------------------------------
+    def setup_input_hook(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        wrapped, index = self._wrap_tensors(args, is_output=False)
+        self.n_inputs = len(args)
+        self.input_index = index
+        return wrapped
+
+    def setup_output_hook(self, result: Any) -> Any:
+        single = not isinstance(result, tuple)
+        outputs = (result,) if single else result
+        wrapped, index = self._wrap_tensors(outputs, is_output=True)
+        self.n_outputs = len(outputs)
+        self.output_index = index
+        return wrapped[0] if single else wrapped
+
+    def _wrap_tensors(
+        self, values: tuple[Any, ...], is_output: bool
+    ) -> tuple[tuple[Any, ...], list[int] | None]:
+        index = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
+        tensors = [values[i] for i in index]
+        if not (grad_state.enabled and any(t._requires_grad for t in tensors)):
+            return values, None
+        node = BackwardHookFunctionBackward(tuple(edge(t) for t in tensors))
+        node._hook = self
+        node._is_output = is_output
+        node._n_out = len(tensors)
+        node._meta = [(t._data.shape, t._data.dtype) for t in tensors]
+        if is_output:
+            self.output_meta = node._meta
+        replaced = list(values)
+        for nr, (i, t) in enumerate(zip(index, tensors)):
+            replaced[i] = _identity_view(t, node, nr)
+        return tuple(replaced), index
+
+    # -- backward time -------------------------------------------------------------------------
+    def _on_output_grads(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+        """Pre-hooks may replace grad_output; with no input needing grad, full hooks fire here."""
+        assert self.output_index is not None
+        packed: list[Any] = [None] * self.n_outputs
+        for i, g in zip(self.output_index, grads):
+            packed[i] = _tensor(g)
+        grad_outputs: tuple[Any, ...] = tuple(packed)
+        for hook in self.user_pre_hooks:
+            result = hook(self.module, grad_outputs)
+            if result is None:
+                continue
+            if len(result) != len(grad_outputs):
+                raise RuntimeError(
+                    "Backward pre hook returned an invalid number of grad_output, "
+                    f"got {len(result)}, but expected {len(grad_outputs)}"
+                )
+            grad_outputs = result
+        self.grad_outputs = grad_outputs
+        if self.input_index is None:
+            self._fire_without_input_grads(grad_outputs)
+        return tuple(
+            _array(grad_outputs[i], meta, "grad_output")
+            for i, meta in zip(self.output_index, self.output_meta)
+        )
+
+    def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
+        warnings.warn(_NO_INPUT_GRAD_WARNING, UserWarning, stacklevel=2)
+        grad_inputs = (None,) * self.n_inputs
+        for hook in self.user_hooks:
+            result = hook(self.module, grad_inputs, grad_outputs)
+            if result is not None and not (
+                isinstance(result, tuple) and all(r is None for r in result)
+            ):
+                raise RuntimeError(
+                    "Backward hook for Modules where no input requires gradient should always "
+                    "return None or None for all gradients."
+                )
+        self.grad_outputs = None
+
+    def _on_input_grads(self, grads: list[np.ndarray]) -> tuple[np.ndarray | None, ...]:
+        """Full hooks see grad_input (zeros where no gradient arrived) and may replace it."""
+        if self.grad_outputs is None or not self.user_hooks:
+            return tuple(grads)
+        assert self.input_index is not None
+        packed: list[Any] = [None] * self.n_inputs
+        for i, g in zip(self.input_index, grads):
+            packed[i] = _wrap(g)
+        grad_inputs: Any = tuple(packed)
+        for hook in self.user_hooks:
+            result = hook(self.module, grad_inputs, self.grad_outputs)
+            if result is None:
+                continue
+            if len(result) != len(grad_inputs):
+                raise RuntimeError(
+                    "Backward hook returned an invalid number of grad_input, "
+                    f"got {len(result)}, but expected {len(grad_inputs)}"
+                )
+            grad_inputs = result
+        self.grad_outputs = None
+        return tuple(
+            _array(grad_inputs[i], (g.shape, g.dtype), "grad_input")
+            for i, g in zip(self.input_index, grads)
+        )
+
+
+def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Tensor:
+    """A new tensor object over the same memory, produced by ``node`` (B-14)."""
+    out = _wrap(t._data)
+    out._vbox = t._vbox
+    out._base = t if t._base is None else t._base
+    if t._requires_grad:
+        out._requires_grad = True
+        out.grad_fn = node
+        out._output_nr = nr
+        hooks = out._hooks = _TensorHooks()
+        hooks.view_error = _view_error(nr)
+    return out

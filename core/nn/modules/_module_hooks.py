@@ -1,0 +1,344 @@
+"""Per-module hooks and the slow path of a module call, as ``torch.nn.Module._call_impl``.
+
+:class:`ModuleHooksMixin` holds the registration API; :func:`call_with_hooks` runs one call when
+some hook, local or global, may be registered (SEMANTICS F-1..F-11, B-1..B-23, G-1..G-4). The
+order is torch's: global then local forward pre-hooks, backward-hook setup around the final
+args, ``forward``, global then local forward hooks, backward-hook setup around the final output,
+then the deprecated regular hooks on the output's ``grad_fn``.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..._tensor import Tensor
+from ...utils.hooks import HookDict, RemovableHandle
+from ._backward_hooks import BackwardHook
+from ._global_hooks import GLOBAL_HOOKS
+
+__all__ = ["ModuleHooksMixin", "call_with_hooks"]
+
+Hook = Callable[..., Any]
+
+_MIXED_LOCAL = (
+    "Cannot use both regular backward hooks and full backward hooks on a single Module. Please "
+    "use only one of them."
+)
+_HOOK_TABLES = (
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_backward_pre_hooks",
+    "_backward_hooks",
+)
+
+
+def _move_to_front(table: HookDict, key: int) -> None:
+    entries = list(table.items())
+    table.clear()
+    table[key] = dict(entries)[key]
+    table.update((k, v) for k, v in entries if k != key)
+
+
+class ModuleHooksMixin:
+    """Registration of forward, backward-pre, full-backward and regular backward hooks."""
+
+    _forward_pre_hooks: HookDict
+    _forward_pre_hooks_with_kwargs: HookDict
+    _forward_hooks: HookDict
+    _forward_hooks_with_kwargs: HookDict
+    _forward_hooks_always_called: HookDict
+    _backward_pre_hooks: HookDict
+    _backward_hooks: HookDict
+    _is_full_backward_hook: bool | None
+    _hooks_maybe: bool
+
+    def _init_hook_tables(self) -> None:
+        d = self.__dict__
+        for name in _HOOK_TABLES:
+            d[name] = HookDict()
+        d["_is_full_backward_hook"] = None
+        d["_hooks_maybe"] = False
+
+    def _add_hook(
+        self, table: HookDict, hook: Hook, extra: tuple[HookDict, ...], prepend: bool
+    ) -> RemovableHandle:
+        handle = RemovableHandle(table, extra_dict=extra)
+        table[handle.id] = hook
+        if prepend:
+            _move_to_front(table, handle.id)
+        self.__dict__["_hooks_maybe"] = True
+        return handle
+
+    def register_forward_pre_hook(
+        self, hook: Hook, *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Run ``hook(module, args)`` (or ``(module, args, kwargs)``) before every forward."""
+        handle = self._add_hook(
+            self._forward_pre_hooks, hook, (self._forward_pre_hooks_with_kwargs,), prepend
+        )
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        return handle
+
+    def register_forward_hook(
+        self,
+        hook: Hook,
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+        always_call: bool = False,
+    ) -> RemovableHandle:
+        """Run ``hook(module, args, output)`` after every forward; a return replaces output."""
+        extra = (self._forward_hooks_with_kwargs, self._forward_hooks_always_called)
+        handle = self._add_hook(self._forward_hooks, hook, extra, prepend)
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        return handle
+
+    def register_full_backward_pre_hook(self, hook: Hook, prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(module, grad_output)`` before the module's backward; may replace it."""
+        return self._add_hook(self._backward_pre_hooks, hook, (), prepend)
+
+    def register_full_backward_hook(self, hook: Hook, prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(module, grad_input, grad_output)`` once grad_input is known."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError(_MIXED_LOCAL)
+        self.__dict__["_is_full_backward_hook"] = True
+        return self._add_hook(self._backward_hooks, hook, (), prepend)
+
+    def register_backward_hook(self, hook: Hook) -> RemovableHandle:
+        """Deprecated: hook the last op of forward (its gradients, not the module's; B-22)."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError(_MIXED_LOCAL)
+        self.__dict__["_is_full_backward_hook"] = False
+        return self._add_hook(self._backward_hooks, hook, (), False)
+
+    def _has_local_hooks(self) -> bool:
+        return bool(
+            self._forward_pre_hooks
+            or self._forward_hooks
+            or self._backward_pre_hooks
+            or self._backward_hooks
+        )
+
+
+class _WrappedHook:
+    """A regular backward hook bound to its module (held weakly, as torch does).
+
+    Fused nodes list in ``_torch_transposed`` the gradients torch's own graph would show
+    transposed (Linear's weight goes through TBackward0 there): the hook sees those as torch
+    shows them, and a replacement is transposed back.
+    """
+
+    __slots__ = ("__dict__", "hook", "module", "transposed")
+
+    def __init__(self, hook: Hook, module: Any, transposed: tuple[int, ...]) -> None:
+        self.hook = hook
+        self.module = weakref.ref(module)
+        self.transposed = transposed
+        functools.update_wrapper(self, hook)
+
+    def __call__(self, grad_input: tuple[Any, ...], grad_output: Any) -> Any:
+        module = self.module()
+        if module is None:
+            raise RuntimeError("You are trying to call the hook of a dead Module!")
+        result = self.hook(module, self._flip(grad_input), grad_output)
+        return None if result is None else self._flip(tuple(result))
+
+    def _flip(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not self.transposed:
+            return grads
+        return tuple(
+            g.t() if i in self.transposed and g is not None else g for i, g in enumerate(grads)
+        )
+
+
+def _backward_hook_lists(module: Any) -> tuple[list[Hook], list[Hook], list[Hook]]:
+    """(full hooks, regular hooks, pre-hooks), globals first, captured now (B-19)."""
+    g = GLOBAL_HOOKS
+    pre: list[Hook] = []
+    if g.backward_pre or module._backward_pre_hooks:
+        pre = [*g.backward_pre.values(), *module._backward_pre_hooks.values()]
+    full: list[Hook] = []
+    regular: list[Hook] = []
+    if g.backward or module._backward_hooks:
+        (full if g.is_full_backward_hook else regular).extend(g.backward.values())
+        (full if module._is_full_backward_hook else regular).extend(module._backward_hooks.values())
+    return full, regular, pre
+
+
+def _run_forward_pre_hooks(module: Any, state: _CallState) -> None:
+    """Global then local pre-hooks; ``state`` follows each change so a failure sees it (F-9)."""
+    with_kwargs = module._forward_pre_hooks_with_kwargs
+    for hook_id, hook in (*GLOBAL_HOOKS.forward_pre.items(), *module._forward_pre_hooks.items()):
+        if hook_id in with_kwargs:
+            result = hook(module, state.args, state.kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    state.args, state.kwargs = result
+                else:
+                    raise RuntimeError(
+                        "forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                        f"but got {result}."
+                    )
+        else:
+            result = hook(module, state.args)
+            if result is not None:
+                state.args = result if isinstance(result, tuple) else (result,)
+
+
+class _CallState:
+    """What the exception path of one call needs: current args/kwargs/result, hooks already run."""
+
+    __slots__ = ("args", "called", "kwargs", "result")
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.args = args
+        self.kwargs = kwargs
+        self.result: Any = None
+        self.called: set[int] = set()
+
+
+def _run_forward_hooks(module: Any, state: _CallState) -> None:
+    g = GLOBAL_HOOKS
+    local_kw, local_always = module._forward_hooks_with_kwargs, module._forward_hooks_always_called
+    for hook_id, hook in (*g.forward.items(), *module._forward_hooks.items()):
+        if hook_id in local_always or hook_id in g.forward_always_called:
+            state.called.add(hook_id)
+        if hook_id in local_kw or hook_id in g.forward_with_kwargs:
+            result = hook(module, state.args, state.kwargs, state.result)
+        else:
+            result = hook(module, state.args, state.result)
+        if result is not None:
+            state.result = result
+
+
+def _inner_call(module: Any, state: _CallState) -> Any:
+    full, regular, pre = _backward_hook_lists(module)
+    if GLOBAL_HOOKS.forward_pre or module._forward_pre_hooks:
+        _run_forward_pre_hooks(module, state)
+    bw_hook = None
+    if full or pre:
+        bw_hook = BackwardHook(module, full, pre)
+        state.args = bw_hook.setup_input_hook(state.args)
+    state.result = module.forward(*state.args, **state.kwargs)
+    if GLOBAL_HOOKS.forward or module._forward_hooks:
+        _run_forward_hooks(module, state)
+    if bw_hook is not None:
+        if not isinstance(state.result, (Tensor, tuple)):
+            warnings.warn(
+                "For backward hooks to be called, module output should be a Tensor or a tuple of "
+                f"Tensors but received {type(state.result)}",
+                UserWarning,
+                stacklevel=4,
+            )
+        else:
+            state.result = bw_hook.setup_output_hook(state.result)
+    if regular:
+        _attach_regular_hooks(module, regular, state.args, state.result)
+    return state.result
+
+
+def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """One module call with hooks; see the module docstring for the order."""
+    if not (module._has_local_hooks() or GLOBAL_HOOKS.any_registered()):
+        module.__dict__["_hooks_maybe"] = False  # every handle was removed: back to fast
+        return module.forward(*args, **kwargs)
+    state = _CallState(args, kwargs)
+    try:
+        return _inner_call(module, state)
+    except Exception:
+        _run_always_called_hooks(module, state)
+        raise
+
+
+def _run_always_called_hooks(module: Any, state: _CallState) -> None:
+    """F-9..F-11: unrun always_call hooks run after a failure; their errors become warnings."""
+    g = GLOBAL_HOOKS
+    for hook_id, hook in tuple(g.forward.items()):
+        if hook_id in g.forward_always_called and hook_id not in state.called:
+            try:
+                result = hook(module, state.args, state.result)  # no kwargs here, as in torch
+                if result is not None:
+                    state.result = result
+            except Exception as error:
+                warnings.warn(
+                    "global module forward hook with ``always_call=True`` raised an exception "
+                    f"that was silenced as another error was raised in forward: {error}",
+                    UserWarning,
+                    stacklevel=4,
+                )
+    for hook_id, hook in tuple(module._forward_hooks.items()):
+        if hook_id in module._forward_hooks_always_called and hook_id not in state.called:
+            try:
+                if hook_id in module._forward_hooks_with_kwargs:
+                    result = hook(module, state.args, state.kwargs, state.result)
+                else:
+                    result = hook(module, state.args, state.result)
+                if result is not None:
+                    state.result = result
+            except Exception as error:
+                warnings.warn(
+                    "module forward hook with ``always_call=True`` raised an exception that was "
+                    f"silenced as another error was raised in forward: {error}",
+                    UserWarning,
+                    stacklevel=4,
+                )
+
+
+def _first_tensor(value: Any) -> Tensor:
+    while not isinstance(value, Tensor):
+        if isinstance(value, dict):
+            value = next(v for v in value.values() if isinstance(v, Tensor))
+        else:
+            value = value[0]
+    return value
+
+
+def _attach_regular_hooks(
+    module: Any, hooks: list[Hook], args: tuple[Any, ...], result: Any
+) -> None:
+    """Deprecated regular hooks go on the grad_fn of the first output tensor (B-22)."""
+    grad_fn = _first_tensor(result).grad_fn
+    if grad_fn is None:
+        return
+    transposed = getattr(grad_fn, "_torch_transposed", ())
+    for hook in hooks:
+        grad_fn.register_hook(_WrappedHook(hook, module, transposed))
+    _warn_regular_hook_misuse(args, result, grad_fn)
+
+
+def _warn_regular_hook_misuse(inputs: Any, result: Any, grad_fn: Any) -> None:
+    """torch's FutureWarnings for the cases where a regular hook misses gradients."""
+    message = None
+    outputs = (result,) if isinstance(result, Tensor) else result
+    if not (isinstance(outputs, tuple) and all(isinstance(r, Tensor) for r in outputs)):
+        message = "does not return a single Tensor or a tuple of Tensors"
+    elif not (isinstance(inputs, tuple) and all(isinstance(i, Tensor) for i in inputs)):
+        message = "does not take as input a single Tensor or a tuple of Tensors"
+    else:
+        out_fns = {r.grad_fn for r in outputs if r.grad_fn is not None}
+        in_fns = {i.grad_fn for i in inputs if i.grad_fn is not None}
+        if not out_fns or (len(out_fns) == 1 and grad_fn not in out_fns):
+            message = "has outputs nested in python data structures"
+        elif len(out_fns) > 1:
+            message = "has outputs generated by different autograd Nodes"
+        elif in_fns != {n for n, _ in grad_fn.next_functions}:
+            message = "contains multiple autograd Nodes in its forward"
+    if message is not None:
+        warnings.warn(
+            f"Using a non-full backward hook on a Module that {message} is deprecated and will "
+            "be removed in future versions. This hook will be missing some grad_input or "
+            "grad_output. Please use register_full_backward_hook to get the documented behavior.",
+            FutureWarning,
+            stacklevel=5,
+        )
