@@ -17,7 +17,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,10 +30,18 @@ MIN_ROUNDS, MAX_ROUNDS = 21, 301
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One contender: ``step`` runs one training step."""
+    """One contender: ``step`` runs one training step.
+
+    ``around``, when given, is entered (untimed) around each warm-up and block: the place for
+    process-wide state such as a global module hook, which must not leak into other columns.
+    """
 
     name: str
     step: Callable[[], object]
+    around: Callable[[], AbstractContextManager[object]] | None = None
+
+    def session(self) -> AbstractContextManager[object]:
+        return self.around() if self.around is not None else nullcontext()
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +79,10 @@ class Timings:
 
 def measure(columns: Sequence[Column], seconds: float, rng: np.random.Generator) -> Timings:
     """Time ``columns`` interleaved for about ``seconds`` (rounds clamped to [21, 301])."""
-    estimates = {c.name: _warm_up(c.step) for c in columns}
+    estimates = {}
+    for c in columns:
+        with c.session():
+            estimates[c.name] = _warm_up(c.step)
     blocks = {name: max(1, round(BLOCK_S / t)) for name, t in estimates.items()}
     round_s = sum((blocks[name] + 1) * t for name, t in estimates.items())
     rounds = min(MAX_ROUNDS, max(MIN_ROUNDS, round(seconds / round_s)))
@@ -81,7 +92,8 @@ def measure(columns: Sequence[Column], seconds: float, rng: np.random.Generator)
         for index in rng.permutation(len(columns)):
             column = columns[index]
             n = blocks[column.name]
-            per_step[column.name].append(_time_block(column.step, n) / n)
+            with column.session():
+                per_step[column.name].append(_time_block(column.step, n) / n)
     return Timings(per_step, load.other_share())
 
 

@@ -12,23 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._tensor import Tensor, _wrap
+
 if TYPE_CHECKING:
-    from .._tensor import Tensor
     from .graph import Node, NodeHooks
 
 
-def _tensor_type():  # type: ignore[no-untyped-def]
-    from .._tensor import Tensor
-
-    return Tensor
-
-
 def _as_tensor(grad: np.ndarray | None) -> Tensor | None:
-    if grad is None:
-        return None
-    from .._tensor import _wrap
-
-    return _wrap(grad)
+    return None if grad is None else _wrap(grad)
 
 
 def _hook_name(hook: Callable[..., Any]) -> str:
@@ -39,7 +30,7 @@ def _checked_replacement(
     hook: Callable[..., Any], value: Any, like: np.ndarray | None
 ) -> np.ndarray:
     """Validate a tensor hook's return value as PyTorch does and return its array."""
-    if not isinstance(value, _tensor_type()):
+    if not isinstance(value, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(value).__name__}'")
     data = value._data
     if like is not None and data.shape != like.shape:
@@ -50,26 +41,23 @@ def _checked_replacement(
     return data
 
 
-def run_tensor_hooks(
-    hooks: dict[int, Callable[..., Any]], grad: np.ndarray | None
-) -> np.ndarray | None:
-    """Run one tensor's hooks in registration order, each seeing the previous result (T-6)."""
-    for hook in tuple(hooks.values()):
-        result = hook(_as_tensor(grad))
-        if result is not None:
-            grad = _checked_replacement(hook, result, grad)
-    return grad
-
-
 def run_pre_hooks(
     node: Node, hooks: NodeHooks, grads: list[np.ndarray | None]
 ) -> list[np.ndarray | None]:
-    """Tensor hooks, then retain_grad, then the node's own pre-hooks (torch's call order)."""
+    """Tensor hooks, then retain_grad, then the node's own pre-hooks (torch's call order).
+
+    ``grads`` is the engine's buffer for this node, already taken out of the graph task, so
+    it is updated in place. Tensor hooks run in registration order, each seeing the previous
+    one's result (T-6); this loop runs for every hooked parameter, hence its plainness.
+    """
     if hooks.tensor_pre:
-        grads = list(grads)
         for nr, table in tuple(hooks.tensor_pre.items()):
-            if table:
-                grads[nr] = run_tensor_hooks(table, grads[nr])
+            grad = grads[nr]
+            for hook in tuple(table.values()):
+                result = hook(None if grad is None else _wrap(grad))
+                if result is not None:
+                    grad = _checked_replacement(hook, result, grad)
+            grads[nr] = grad
     if hooks.retains_grad:
         for nr, tensor in tuple(hooks.retains_grad.items()):
             _retain(tensor, grads[nr])
@@ -135,6 +123,6 @@ def run_post_accumulate_hooks(tensor: Tensor, hooks: dict[int, Callable[..., Any
         result = hook(tensor)
         if result is None or result is tensor:
             continue
-        if not isinstance(result, _tensor_type()):
+        if not isinstance(result, Tensor):
             raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
         raise RuntimeError("Tensor post accumulate grad hooks should return None.")

@@ -12,6 +12,7 @@ generic node hooks, so gradients are wrapped into Tensors once per module call.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -51,6 +52,7 @@ class BackwardHookFunctionBackward(Node):
         return self._hook._on_input_grads(filled)
 
 
+@functools.cache
 def _view_error(nr: int) -> str:
     return (
         f"Output {nr} of BackwardHookFunctionBackward is a view and is being modified inplace. "
@@ -59,10 +61,6 @@ def _view_error(nr: int) -> str:
         "backward associated with the custom Function, leading to incorrect gradients. This "
         "behavior is forbidden. You can fix this by cloning the output of the custom Function."
     )
-
-
-def _tensor(value: np.ndarray | None) -> Tensor | None:
-    return None if value is None else _wrap(value)
 
 
 def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]], what: str) -> np.ndarray | None:
@@ -79,6 +77,18 @@ def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]], what: str) -
             f"{list(data.shape)} but expected shape compatible with {list(shape)}"
         )
     return data if data.dtype == dtype else data.astype(dtype)
+
+
+def _packed(index: list[int], size: int, grads: Sequence[np.ndarray | None]) -> tuple[Any, ...]:
+    """Tensors at the tensor positions, None elsewhere (torch's ``_pack_with_none``)."""
+    if size == 1:
+        g = grads[0]
+        return (None if g is None else _wrap(g),)
+    packed: list[Any] = [None] * size
+    for i, g in zip(index, grads):
+        if g is not None:
+            packed[i] = _wrap(g)
+    return tuple(packed)
 
 
 class BackwardHook:
@@ -111,46 +121,45 @@ class BackwardHook:
 
     # -- forward time --------------------------------------------------------------------------
     def setup_input_hook(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        wrapped, index = self._wrap_tensors(args, is_output=False)
         self.n_inputs = len(args)
-        self.input_index = index
+        wrapped, self.input_index = self._wrap_tensors(args, False)
         return wrapped
 
     def setup_output_hook(self, result: Any) -> Any:
-        single = not isinstance(result, tuple)
-        outputs = (result,) if single else result
-        wrapped, index = self._wrap_tensors(outputs, is_output=True)
-        self.n_outputs = len(outputs)
-        self.output_index = index
-        return wrapped[0] if single else wrapped
+        if isinstance(result, tuple):
+            self.n_outputs = len(result)
+            wrapped, self.output_index = self._wrap_tensors(result, True)
+            return wrapped
+        self.n_outputs = 1
+        wrapped, self.output_index = self._wrap_tensors((result,), True)
+        return wrapped[0]
 
     def _wrap_tensors(
         self, values: tuple[Any, ...], is_output: bool
     ) -> tuple[tuple[Any, ...], list[int] | None]:
+        """Route the tensors among ``values`` through one identity node (if any needs grad)."""
         index = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
-        tensors = [values[i] for i in index]
-        if not (grad_state.enabled and any(t._requires_grad for t in tensors)):
+        if not grad_state.enabled or not any(values[i]._requires_grad for i in index):
             return values, None
-        node = BackwardHookFunctionBackward(tuple(edge(t) for t in tensors))
+        tensors = [values[i] for i in index]
+        node = BackwardHookFunctionBackward(tuple([edge(t) for t in tensors]))
         node._hook = self
         node._is_output = is_output
         node._n_out = len(tensors)
-        node._meta = [(t._data.shape, t._data.dtype) for t in tensors]
+        meta = node._meta = [(t._data.shape, t._data.dtype) for t in tensors]
         if is_output:
-            self.output_meta = node._meta
+            self.output_meta = meta
         replaced = list(values)
-        for nr, (i, t) in enumerate(zip(index, tensors)):
-            replaced[i] = _identity_view(t, node, nr)
+        for nr, i in enumerate(index):
+            replaced[i] = _identity_view(values[i], node, nr)
         return tuple(replaced), index
 
     # -- backward time -------------------------------------------------------------------------
     def _on_output_grads(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
         """Pre-hooks may replace grad_output; with no input needing grad, full hooks fire here."""
         assert self.output_index is not None
-        packed: list[Any] = [None] * self.n_outputs
-        for i, g in zip(self.output_index, grads):
-            packed[i] = _tensor(g)
-        grad_outputs: tuple[Any, ...] = tuple(packed)
+        grad_outputs = _packed(self.output_index, self.n_outputs, grads)
+        replaced = False
         for hook in self.user_pre_hooks:
             result = hook(self.module, grad_outputs)
             if result is None:
@@ -161,9 +170,12 @@ class BackwardHook:
                     f"got {len(result)}, but expected {len(grad_outputs)}"
                 )
             grad_outputs = result
+            replaced = True
         self.grad_outputs = grad_outputs
         if self.input_index is None:
             self._fire_without_input_grads(grad_outputs)
+        if not replaced:
+            return tuple(grads)
         return tuple(
             _array(grad_outputs[i], meta, "grad_output")
             for i, meta in zip(self.output_index, self.output_meta)
@@ -185,15 +197,14 @@ class BackwardHook:
 
     def _on_input_grads(self, grads: list[np.ndarray]) -> tuple[np.ndarray | None, ...]:
         """Full hooks see grad_input (zeros where no gradient arrived) and may replace it."""
-        if self.grad_outputs is None or not self.user_hooks:
+        grad_outputs = self.grad_outputs
+        if grad_outputs is None or not self.user_hooks:
             return tuple(grads)
         assert self.input_index is not None
-        packed: list[Any] = [None] * self.n_inputs
-        for i, g in zip(self.input_index, grads):
-            packed[i] = _wrap(g)
-        grad_inputs: Any = tuple(packed)
+        grad_inputs: Any = _packed(self.input_index, self.n_inputs, grads)
+        replaced = False
         for hook in self.user_hooks:
-            result = hook(self.module, grad_inputs, self.grad_outputs)
+            result = hook(self.module, grad_inputs, grad_outputs)
             if result is None:
                 continue
             if len(result) != len(grad_inputs):
@@ -202,7 +213,10 @@ class BackwardHook:
                     f"got {len(result)}, but expected {len(grad_inputs)}"
                 )
             grad_inputs = result
+            replaced = True
         self.grad_outputs = None
+        if not replaced:
+            return tuple(grads)
         return tuple(
             _array(grad_inputs[i], (g.shape, g.dtype), "grad_input")
             for i, g in zip(self.input_index, grads)
@@ -218,6 +232,8 @@ def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Te
         out._requires_grad = True
         out.grad_fn = node
         out._output_nr = nr
-        hooks = out._hooks = _TensorHooks()
+        hooks = out._hooks = _TensorHooks.__new__(_TensorHooks)  # no post-accumulate table:
+        hooks.post_accumulate = None  # a view is never a leaf
+        hooks.retains_grad = False
         hooks.view_error = _view_error(nr)
     return out

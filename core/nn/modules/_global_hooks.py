@@ -35,6 +35,7 @@ class _GlobalHooks:
         "active",
         "backward",
         "backward_pre",
+        "complex",
         "forward",
         "forward_always_called",
         "forward_pre",
@@ -52,11 +53,20 @@ class _GlobalHooks:
         # None until the first global backward hook; then True (full) or False (regular),
         # never reset, even after removal (SEMANTICS G-4).
         self.is_full_backward_hook: bool | None = None
+        # "Maybe" flags for the call fast paths: any global hook at all; any that needs the
+        # general path (backward hooks, with_kwargs or always_call forward hooks).
         self.active = False
+        self.complex = False
 
     def any_registered(self) -> bool:
-        """Recompute ``active`` from the tables themselves."""
-        self.active = bool(self.forward_pre or self.forward or self.backward_pre or self.backward)
+        """Recompute the flags from the tables themselves."""
+        self.complex = bool(
+            self.backward_pre
+            or self.backward
+            or self.forward_with_kwargs
+            or self.forward_always_called
+        )
+        self.active = bool(self.forward_pre or self.forward or self.complex)
         return self.active
 
 
@@ -64,17 +74,21 @@ GLOBAL_HOOKS = _GlobalHooks()
 
 
 def _register(
-    table: HookDict, hook: Callable[..., Any], extra: tuple[HookDict, ...] = ()
+    table: HookDict,
+    hook: Callable[..., Any],
+    extra: tuple[HookDict, ...] = (),
+    complex: bool = True,
 ) -> RemovableHandle:
     handle = RemovableHandle(table, extra_dict=extra)
     table[handle.id] = hook
     GLOBAL_HOOKS.active = True
+    GLOBAL_HOOKS.complex |= complex
     return handle
 
 
 def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """Run ``hook(module, args)`` before every module's forward, ahead of its own pre-hooks."""
-    return _register(GLOBAL_HOOKS.forward_pre, hook)
+    return _register(GLOBAL_HOOKS.forward_pre, hook, complex=False)
 
 
 def register_module_forward_hook(
@@ -82,7 +96,8 @@ def register_module_forward_hook(
 ) -> RemovableHandle:
     """Run ``hook(module, args, output)`` after every module's forward, ahead of its own hooks."""
     g = GLOBAL_HOOKS
-    handle = _register(g.forward, hook, (g.forward_with_kwargs, g.forward_always_called))
+    extra = (g.forward_with_kwargs, g.forward_always_called)
+    handle = _register(g.forward, hook, extra, complex=with_kwargs or always_call)
     if with_kwargs:
         g.forward_with_kwargs[handle.id] = True
     if always_call:

@@ -58,22 +58,33 @@ class ModuleHooksMixin:
     _backward_hooks: HookDict
     _is_full_backward_hook: bool | None
     _hooks_maybe: bool
+    _hooks_complex: bool
 
     def _init_hook_tables(self) -> None:
         d = self.__dict__
         for name in _HOOK_TABLES:
             d[name] = HookDict()
         d["_is_full_backward_hook"] = None
+        # "Maybe" flags read by Module._call_impl and call_with_hooks: some hook may exist;
+        # some hook may need the general path (see _global_hooks for the global pair).
         d["_hooks_maybe"] = False
+        d["_hooks_complex"] = False
 
     def _add_hook(
-        self, table: HookDict, hook: Hook, extra: tuple[HookDict, ...], prepend: bool
+        self,
+        table: HookDict,
+        hook: Hook,
+        extra: tuple[HookDict, ...],
+        prepend: bool,
+        complex: bool = True,
     ) -> RemovableHandle:
         handle = RemovableHandle(table, extra_dict=extra)
         table[handle.id] = hook
         if prepend:
             _move_to_front(table, handle.id)
-        self.__dict__["_hooks_maybe"] = True
+        d = self.__dict__
+        d["_hooks_maybe"] = True
+        d["_hooks_complex"] = d["_hooks_complex"] or complex
         return handle
 
     def register_forward_pre_hook(
@@ -81,7 +92,11 @@ class ModuleHooksMixin:
     ) -> RemovableHandle:
         """Run ``hook(module, args)`` (or ``(module, args, kwargs)``) before every forward."""
         handle = self._add_hook(
-            self._forward_pre_hooks, hook, (self._forward_pre_hooks_with_kwargs,), prepend
+            self._forward_pre_hooks,
+            hook,
+            (self._forward_pre_hooks_with_kwargs,),
+            prepend,
+            complex=with_kwargs,
         )
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
@@ -97,7 +112,9 @@ class ModuleHooksMixin:
     ) -> RemovableHandle:
         """Run ``hook(module, args, output)`` after every forward; a return replaces output."""
         extra = (self._forward_hooks_with_kwargs, self._forward_hooks_always_called)
-        handle = self._add_hook(self._forward_hooks, hook, extra, prepend)
+        handle = self._add_hook(
+            self._forward_hooks, hook, extra, prepend, complex=with_kwargs or always_call
+        )
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
         if always_call:
@@ -249,9 +266,35 @@ def _inner_call(module: Any, state: _CallState) -> Any:
 
 
 def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """One module call with hooks; see the module docstring for the order."""
+    """One module call with hooks; see the module docstring for the order.
+
+    Plain forward and forward pre-hooks (no kwargs, no always_call, no backward hooks) take
+    a short path; everything else the general one, which tracks what the exception path needs.
+    """
+    g = GLOBAL_HOOKS
+    if g.complex or module._hooks_complex:
+        return _call_general(module, args, kwargs)
+    pre = (*g.forward_pre.values(), *module._forward_pre_hooks.values())
+    for hook in pre:
+        result = hook(module, args)
+        if result is not None:
+            args = result if isinstance(result, tuple) else (result,)
+    output = module.forward(*args, **kwargs)
+    post = (*g.forward.values(), *module._forward_hooks.values())
+    for hook in post:
+        result = hook(module, args, output)
+        if result is not None:
+            output = result
+    if not pre and not post:  # every handle was removed: let the next call take the fast path
+        module.__dict__["_hooks_maybe"] = module._has_local_hooks()
+        g.any_registered()
+    return output
+
+
+def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if not (module._has_local_hooks() or GLOBAL_HOOKS.any_registered()):
-        module.__dict__["_hooks_maybe"] = False  # every handle was removed: back to fast
+        d = module.__dict__
+        d["_hooks_maybe"] = d["_hooks_complex"] = False  # every handle was removed
         return module.forward(*args, **kwargs)
     state = _CallState(args, kwargs)
     try:

@@ -1,0 +1,131 @@
+"""What no-op hooks cost: hooked / unhooked step time, hookgrad beside torch, in one run.
+
+Columns per workload (S and D by default): the bare engine, then the same engine with
+(a) a no-op global full backward hook, (b) no-op global forward and forward pre-hooks,
+(c) a no-op tensor hook on every parameter. Each hooked column trains its own copy of the
+model from the same weights; global hooks are registered only while their column's blocks run.
+Targets (hooks issue): hookgrad (a) <= 1.3x on S and <= 1.5x on D, (b) and (c) <= 1.05x.
+
+    python benchmarks/hook_overhead.py --workloads S,D --seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from _harness import Column, Timings, describe_environment, markdown_table, measure, one_thread
+from _workloads import WORKLOADS, Workload, build_model, framework_trainer, make_problem
+
+import hookgrad
+
+VARIANTS = ("bwd_hook", "fwd_hooks", "tensor_hooks")
+# variant -> {workload: the hooked/unhooked ratio hookgrad must stay below}
+TARGETS = {
+    "bwd_hook": {"S": 1.3, "D": 1.5},
+    "fwd_hooks": {"S": 1.05, "D": 1.05},
+    "tensor_hooks": {"S": 1.05, "D": 1.05},
+}
+
+
+def _noop(*args: Any) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def _global_hooks(lib: ModuleType, variant: str) -> Iterator[None]:
+    registry = lib.nn.modules.module
+    if variant == "bwd_hook":
+        handles = [registry.register_module_full_backward_hook(_noop)]
+    else:
+        handles = [
+            registry.register_module_forward_pre_hook(_noop),
+            registry.register_module_forward_hook(_noop),
+        ]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _columns(lib: ModuleType, name: str, workload: Workload, seed: int) -> list[Column]:
+    problem = make_problem(workload, seed)
+    columns = []
+    for variant in ("", *VARIANTS):
+        model = build_model(lib, workload, problem)
+        around: Callable[[], contextlib.AbstractContextManager[object]] | None = None
+        if variant == "tensor_hooks":
+            for p in model.parameters():
+                p.register_hook(_noop)
+        elif variant:
+            around = lambda v=variant: _global_hooks(lib, v)  # noqa: E731
+        trainer = framework_trainer(lib, model, workload, problem)
+        label = name if not variant else f"{name}+{variant}"
+        columns.append(Column(label, trainer.step, around))
+    return columns
+
+
+def _optional_torch() -> ModuleType | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch
+
+
+def _rows(name: str, t: Timings, engines: list[str]) -> tuple[list[list[object]], list[list[object]]]:
+    rows, verdicts = [], []
+    for variant in VARIANTS:
+        row: list[object] = [name, variant]
+        for engine in engines:
+            row.append(t.ratio(f"{engine}+{variant}", engine))
+        rows.append(row)
+        limit = TARGETS[variant].get(name)
+        if limit is not None:
+            r = t.ratio(f"hookgrad+{variant}", "hookgrad")
+            verdicts.append([name, variant, f"<= {limit:.2f}", r, "PASS" if r.median <= limit else "FAIL"])
+    return rows, verdicts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", default="S,D")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    torch = _optional_torch()
+    engines = ["hookgrad"] + (["torch"] if torch is not None else [])
+    rng = np.random.default_rng(args.seed)
+    rows: list[list[object]] = []
+    verdicts: list[list[object]] = []
+    # Both engines warn once per location that the first layer's input needs no grad (B-9).
+    warnings.simplefilter("ignore", UserWarning)
+    with one_thread():
+        print("\n".join(describe_environment()))
+        for name in args.workloads.split(","):
+            workload = WORKLOADS[name]
+            columns = _columns(hookgrad, "hookgrad", workload, args.seed)
+            if torch is not None:
+                columns += _columns(torch, "torch", workload, args.seed)
+            print(f"timing {name} ...", file=sys.stderr, flush=True)
+            timings = measure(columns, args.seconds, rng)
+            r, v = _rows(name, timings, engines)
+            rows += r
+            verdicts += v
+    print("\nHooked / unhooked step time, paired per round (95% CI)\n")
+    print(markdown_table(["workload", "hooks", *(f"{e} ratio" for e in engines)], rows))
+    print("\nTargets (hooks issue)\n")
+    print(markdown_table(["workload", "hooks", "target", "hookgrad", "verdict"], verdicts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
