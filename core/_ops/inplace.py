@@ -43,8 +43,11 @@ _VIEW_MESSAGE = (
 def _check_allowed(x: Tensor, recording: bool) -> None:
     if not recording:
         return
-    if x.grad_fn is None and x._requires_grad:
+    fn = x.grad_fn
+    if fn is None and x._requires_grad:
         raise RuntimeError(_LEAF_MESSAGE)
+    if fn is not None and fn._outputs_are_views:
+        raise RuntimeError(fn._view_error_message(x._output_nr))
     hooks = x._hooks
     if hooks is not None and hooks.view_error is not None:
         raise RuntimeError(hooks.view_error)

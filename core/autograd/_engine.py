@@ -237,12 +237,14 @@ def _compute(node: Node, grads: list[np.ndarray | None]) -> tuple[np.ndarray | N
     for tensor, version in node._versions:
         if tensor._vbox[0] != version:
             raise RuntimeError(_modified_message(tensor, version))
-    if node._n_out == 1 and not node._materialize:
+    if node._materialize:  # the node fills in missing gradients itself
+        return node.backward_multi(grads)
+    if node._n_out == 1:
         grad = grads[0]
         if grad is None:
             return (None,) * len(node._next)
         return node.backward(grad)
-    if not node._materialize and all(g is None for g in grads):
+    if all(g is None for g in grads):
         return (None,) * len(node._next)
     return node.backward_multi(grads)
 

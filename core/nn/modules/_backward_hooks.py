@@ -12,7 +12,6 @@ generic node hooks, so gradients are wrapped into Tensors once per module call.
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,8 +20,8 @@ import numpy as np
 
 from ..._grad_mode import _state as grad_state
 from ..._ops._base import edge
-from ..._tensor import Tensor, _TensorHooks, _wrap
-from ...autograd.graph import Node
+from ..._tensor import Tensor, _wrap
+from ...autograd.graph import Node, next_sequence_nr
 
 __all__ = ["BackwardHook", "BackwardHookFunctionBackward"]
 
@@ -41,26 +40,30 @@ class BackwardHookFunctionBackward(Node):
 
     __slots__ = ("_hook", "_is_output", "_meta", "_n_out")
     _materialize = True
+    _outputs_are_views = True
+
+    def __init__(
+        self, edges: tuple[Any, ...], hook: BackwardHook, is_output: bool, meta: list[Any]
+    ) -> None:
+        # One constructor instead of Node.__init__ plus attribute writes: built every call.
+        self._next = edges
+        self._seq = next_sequence_nr()
+        self._hooks = None
+        self._versions = ()
+        self._freed = False
+        self._hook = hook
+        self._is_output = is_output
+        self._meta = meta
+        self._n_out = len(meta)
 
     def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
         if self._is_output:
             return self._hook._on_output_grads(grads)
-        filled = [
-            np.zeros(shape, dtype=dtype) if g is None else g
-            for g, (shape, dtype) in zip(grads, self._meta)
-        ]
-        return self._hook._on_input_grads(filled)
-
-
-@functools.cache
-def _view_error(nr: int) -> str:
-    return (
-        f"Output {nr} of BackwardHookFunctionBackward is a view and is being modified inplace. "
-        "This view was created inside a custom Function (or because an input was returned "
-        "as-is) and the autograd logic to handle view+inplace would override the custom "
-        "backward associated with the custom Function, leading to incorrect gradients. This "
-        "behavior is forbidden. You can fix this by cloning the output of the custom Function."
-    )
+        for i, g in enumerate(grads):  # missing input gradients become zeros (B-7, B-18)
+            if g is None:
+                shape, dtype = self._meta[i]
+                grads[i] = np.zeros(shape, dtype=dtype)
+        return self._hook._on_input_grads(grads)  # type: ignore[arg-type]
 
 
 def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]], what: str) -> np.ndarray | None:
@@ -138,15 +141,24 @@ class BackwardHook:
         self, values: tuple[Any, ...], is_output: bool
     ) -> tuple[tuple[Any, ...], list[int] | None]:
         """Route the tensors among ``values`` through one identity node (if any needs grad)."""
+        if len(values) == 1:  # the common case, one tensor in or out, without the lists
+            t = values[0]
+            if not (isinstance(t, Tensor) and t._requires_grad and grad_state.enabled):
+                return values, None
+            d = t._data
+            meta = [(d.shape, d.dtype)]
+            node = BackwardHookFunctionBackward((edge(t),), self, is_output, meta)
+            if is_output:
+                self.output_meta = meta
+            return (_identity_view(t, node, 0),), [0]
         index = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
         if not grad_state.enabled or not any(values[i]._requires_grad for i in index):
             return values, None
         tensors = [values[i] for i in index]
-        node = BackwardHookFunctionBackward(tuple([edge(t) for t in tensors]))
-        node._hook = self
-        node._is_output = is_output
-        node._n_out = len(tensors)
-        meta = node._meta = [(t._data.shape, t._data.dtype) for t in tensors]
+        meta = [(t._data.shape, t._data.dtype) for t in tensors]
+        node = BackwardHookFunctionBackward(
+            tuple([edge(t) for t in tensors]), self, is_output, meta
+        )
         if is_output:
             self.output_meta = meta
         replaced = list(values)
@@ -224,7 +236,7 @@ class BackwardHook:
 
 
 def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Tensor:
-    """A new tensor object over the same memory, produced by ``node`` (B-14)."""
+    """A new tensor object over the same memory, produced by ``node`` (B-14, B-15)."""
     out = _wrap(t._data)
     out._vbox = t._vbox
     out._base = t if t._base is None else t._base
@@ -232,8 +244,4 @@ def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Te
         out._requires_grad = True
         out.grad_fn = node
         out._output_nr = nr
-        hooks = out._hooks = _TensorHooks.__new__(_TensorHooks)  # no post-accumulate table:
-        hooks.post_accumulate = None  # a view is never a leaf
-        hooks.retains_grad = False
-        hooks.view_error = _view_error(nr)
     return out

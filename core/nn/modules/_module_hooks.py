@@ -292,7 +292,15 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 
 
 def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if not (module._has_local_hooks() or GLOBAL_HOOKS.any_registered()):
+    g = GLOBAL_HOOKS
+    if not (
+        g.forward_pre
+        or g.forward
+        or g.backward_pre
+        or g.backward
+        or module._has_local_hooks()
+    ):
+        g.any_registered()
         d = module.__dict__
         d["_hooks_maybe"] = d["_hooks_complex"] = False  # every handle was removed
         return module.forward(*args, **kwargs)
