@@ -1,0 +1,44 @@
+"""RemovableHandle for module hooks: ids, context manager, weak references (H-1..H-4)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import hookgrad
+
+
+def test_handle_does_not_keep_module_alive():
+    """A handle holds its hook table weakly: dropping the module frees it, remove() stays safe."""
+    layer = hookgrad.nn.Linear(2, 2)
+    handle = layer.register_forward_hook(lambda *a: None)
+    alive = weakref.ref(layer)
+    del layer
+    gc.collect()
+    assert alive() is None
+    handle.remove()
+
+
+def test_module_handle_ids_increase_across_hook_kinds(lib):
+    """H-4: module, tensor and global registrations draw from one increasing counter."""
+    layer = lib.nn.Linear(1, 1)
+    ids = [
+        layer.register_forward_pre_hook(lambda *a: None).id,
+        layer.weight.register_hook(lambda g: None).id,
+        layer.register_full_backward_hook(lambda *a: None).id,
+    ]
+    handle = lib.nn.modules.module.register_module_forward_hook(lambda *a: None)
+    ids.append(handle.id)
+    handle.remove()
+    assert ids == sorted(ids) and len(set(ids)) == 4
+
+
+def test_module_handle_context_manager_and_double_remove(lib):
+    """H-1/H-3: `with` removes the hook on exit; a second remove() is harmless."""
+    layer = lib.nn.Linear(1, 1)
+    calls = []
+    with layer.register_forward_hook(lambda *a: calls.append(1)) as handle:
+        layer(lib.ones(1, 1))
+    layer(lib.ones(1, 1))
+    handle.remove()
+    assert calls == [1]
