@@ -81,7 +81,9 @@ def _optional_torch() -> ModuleType | None:
     return torch
 
 
-def _rows(name: str, t: Timings, engines: list[str]) -> tuple[list[list[object]], list[list[object]]]:
+def _rows(
+    name: str, t: Timings, engines: list[str]
+) -> tuple[list[list[object]], list[list[object]]]:
     rows, verdicts = [], []
     for variant in VARIANTS:
         row: list[object] = [name, variant]
@@ -91,7 +93,9 @@ def _rows(name: str, t: Timings, engines: list[str]) -> tuple[list[list[object]]
         limit = TARGETS[variant].get(name)
         if limit is not None:
             r = t.ratio(f"hookgrad+{variant}", "hookgrad")
-            verdicts.append([name, variant, f"<= {limit:.2f}", r, "PASS" if r.median <= limit else "FAIL"])
+            verdicts.append(
+                [name, variant, f"<= {limit:.2f}", r, "PASS" if r.median <= limit else "FAIL"]
+            )
     return rows, verdicts
 
 

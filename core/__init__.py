@@ -6,7 +6,7 @@ loaded, no logging is configured, no entry point is scanned.
 
 from __future__ import annotations
 
-from . import autograd, utils
+from . import autograd, nn, optim, utils
 from ._creation import (
     Generator,
     arange,
@@ -115,9 +115,6 @@ from ._functions import (
 )
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor import Tensor
-
-# nn and optim build on everything above.
-from . import nn, optim  # noqa: E402
 
 float = float32
 double = float64
