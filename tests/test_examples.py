@@ -16,6 +16,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # A short run of each example; a new example must add itself here (see the first test).
 SMALL_RUNS: dict[str, list[str]] = {
     "train_demo.py": ["--steps", "100", "--log-every", "20"],
+    "gradient_flow.py": ["--steps", "20"],
 }
 
 # Measured: 100 steps reach 0.947 with the default seed and 0.925-0.99 over seeds 0-15.
@@ -80,3 +81,20 @@ def test_train_demo_reaches_accuracy(run_example: Callable[[str], str]) -> None:
     assert final is not None, "no 'final accuracy' line"
     assert int(final.group(2)) == 100
     assert float(final.group(1)) >= DEMO_MIN_ACCURACY
+
+
+def test_gradient_flow_reports_every_module(run_example: Callable[[str], str]) -> None:
+    """gradient_flow records a grad_output norm for each of the 6 modules on all 20 steps."""
+    out = run_example("gradient_flow.py")
+    lines = re.findall(r"^grad_output norm +(\S+) +mean (\S+) over (\d+) calls$", out, re.MULTILINE)
+    assert sorted(name for name, _, _ in lines) == [
+        "0",
+        "1",
+        "2",
+        "3",
+        "4",
+        "BCEWithLogitsLoss",
+        "model",
+    ]
+    assert all(int(calls) == 20 and float(mean) > 0 for _, mean, calls in lines)
+    assert "clamped to 0.002" in out
