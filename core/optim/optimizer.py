@@ -1,9 +1,12 @@
 """The Optimizer base class: parameter groups, per-parameter state and torch's state_dict format.
 
 Subclasses implement ``_step_group(group)``; ``step`` runs the closure under grad mode, then
-updates every group with grad mode off. Updates write straight into the parameters' numpy
-arrays and bump each parameter's version counter once per in-place write, as torch's
-``param.add_`` does, so a graph that saved a parameter before the step refuses to backward.
+updates every group with grad mode off. Step and state-dict hooks, global and per optimizer, are
+torch's (their order and the step wrapping are described in ``_hooks``); the names torch
+defines in this module (``_global_optimizer_pre_hooks``, ``Args``, ...) are re-exported here.
+Updates write straight into the parameters' numpy arrays and bump each parameter's version
+counter once per in-place write, as torch's ``param.add_`` does, so a graph that saved a
+parameter before the step refuses to backward.
 """
 
 from __future__ import annotations
@@ -18,8 +21,33 @@ from typing import Any, TypeAlias
 from .._grad_mode import _state as _grad_state
 from .._grad_mode import enable_grad
 from .._tensor import Tensor
+from ._hooks import Args as Args
+from ._hooks import GlobalOptimizerPostHook as GlobalOptimizerPostHook
+from ._hooks import GlobalOptimizerPreHook as GlobalOptimizerPreHook
+from ._hooks import Kwargs as Kwargs
+from ._hooks import (
+    OptimizerHooksMixin,
+    StepGate,
+    StepGateError,
+    register_optimizer_step_gate,
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
+from ._hooks import _global_optimizer_post_hooks as _global_optimizer_post_hooks
+from ._hooks import _global_optimizer_pre_hooks as _global_optimizer_pre_hooks
 
-__all__ = ["Optimizer", "ParamsT", "StateDict", "required"]
+__all__ = [
+    "Optimizer",
+    "ParamsT",
+    "StateDict",
+    "register_optimizer_step_post_hook",
+    "register_optimizer_step_pre_hook",
+    "required",
+    # hookgrad only: the runtime's veto on steps (torch has none)
+    "StepGate",
+    "StepGateError",
+    "register_optimizer_step_gate",
+]
 
 ParamsT: TypeAlias = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
 StateDict: TypeAlias = dict[str, Any]
@@ -41,7 +69,7 @@ def _typename(obj: object) -> str:
     return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
 
 
-class Optimizer:
+class Optimizer(OptimizerHooksMixin):
     """Base class for all optimizers.
 
     Args:
@@ -52,6 +80,8 @@ class Optimizer:
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
+        self._init_hook_tables()
+        self._patch_step_function()
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
@@ -73,6 +103,8 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._init_hook_tables()
+        self._patch_step_function()  # an unpickled optimizer may be the first of its class
         self.defaults.setdefault("differentiable", False)
 
     def __repr__(self) -> str:
@@ -170,8 +202,11 @@ class Optimizer:
     def state_dict(self) -> StateDict:
         """The state as torch stores it: parameters replaced by their integer position.
 
-        State tensors are returned by reference, not copied, as torch does.
+        State tensors are returned by reference, not copied, as torch does. Pre-hooks run
+        first; each post hook may edit the dict or return a replacement.
         """
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         index: dict[int, int] = {}
         start = 0
 
@@ -186,14 +221,25 @@ class Optimizer:
 
         param_groups = [pack(g) for g in self.param_groups]
         state = {(index[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
-        return {"state": state, "param_groups": param_groups}
+        state_dict: StateDict = {"state": state, "param_groups": param_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: StateDict) -> None:
         """Load a ``state_dict()``: groups are matched by order, parameters by position.
 
         Floating state tensors are cast to the parameter's dtype; tensors already of that dtype
-        are shared with ``state_dict``, not copied (torch does the same).
+        are shared with ``state_dict``, not copied (torch does the same). Pre-hooks get a
+        shallow copy of ``state_dict`` and may return a replacement; post hooks run last.
         """
+        state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -221,6 +267,8 @@ class Optimizer:
             if "param_names" in group and "param_names" not in saved:
                 saved["param_names"] = group["param_names"]
         self.__setstate__({"state": state, "param_groups": saved_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
 
 def _split_names(param_group: dict[str, Any]) -> None:
