@@ -55,9 +55,13 @@ class device:
 
     __slots__ = ("index", "type")
 
+    index: int | None
+    type: str
+
     def __init__(self, type: str | device = "cpu", index: int | None = None) -> None:
         if isinstance(type, device):
-            type, index = type.type, type.index
+            index = type.index
+            type = type.type
         kind = type.split(":")[0]
         if kind != "cpu":
             raise RuntimeError(f"hookgrad runs on the CPU only; got device {type!r}")

@@ -7,6 +7,7 @@ Ops live in ``hookgrad._ops``; the methods here delegate to them so that ``x.exp
 
 from __future__ import annotations
 
+import builtins
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -156,7 +157,9 @@ class Tensor:
                 "var_no_grad = var.detach()."
             )
         if requires_grad and self._data.dtype.kind not in "fc":
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients"
+            )
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -683,7 +686,7 @@ class Tensor:
     def masked_fill(self, mask: Tensor, value: Any) -> Tensor:
         return _index.masked_fill(self, mask, value)
 
-    def gather(self, dim: int, index: Tensor) -> Tensor:
+    def gather(self, dim: builtins.int, index: Tensor) -> Tensor:
         return _index.gather(self, dim, index)
 
     # ------------------------------------------------------------------ in place
@@ -732,24 +735,30 @@ class Tensor:
         return _inplace.clamp_(self, 0, None)
 
     # ------------------------------------------------------------------ factories
-    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    def new_zeros(
+        self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False
+    ) -> Tensor:
         from ._creation import zeros
 
         return zeros(*size, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
 
-    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    def new_ones(
+        self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False
+    ) -> Tensor:
         from ._creation import ones
 
         return ones(*size, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
 
     def new_full(
-        self, size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False
+        self, size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: builtins.bool = False
     ) -> Tensor:
         from ._creation import full
 
         return full(size, fill_value, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
 
-    def new_tensor(self, data: Any, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    def new_tensor(
+        self, data: Any, *, dtype: Any = None, requires_grad: builtins.bool = False
+    ) -> Tensor:
         from ._creation import tensor
 
         return tensor(data, dtype=dtype or self._data.dtype, requires_grad=requires_grad)

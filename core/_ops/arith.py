@@ -105,9 +105,14 @@ class _BinaryBackward(Node):
 
     __slots__ = ("_sa", "_sb")
 
+    _sa: tuple[int, ...]
+    _sb: tuple[int, ...]
+
 
 class AddBackward0(_BinaryBackward):
     __slots__ = ("_alpha",)
+
+    _alpha: float
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
@@ -118,6 +123,8 @@ class AddBackward0(_BinaryBackward):
 
 
 class SubBackward0(_BinaryBackward):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
         return (
@@ -129,6 +136,10 @@ class SubBackward0(_BinaryBackward):
 class MulBackward0(_BinaryBackward):
     __slots__ = ("a", "b")
 
+    a: np.ndarray
+    # An array, or the number of ``tensor * number``.
+    b: Any
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
         return (
@@ -139,6 +150,10 @@ class MulBackward0(_BinaryBackward):
 
 class DivBackward0(_BinaryBackward):
     __slots__ = ("a", "b")
+
+    a: np.ndarray
+    # An array, or the number of ``tensor / number``.
+    b: Any
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
@@ -154,6 +169,10 @@ class PowBackward1(_BinaryBackward):
     """Tensor ** Tensor. Zero where torch masks: exponent 0, and ``0 ** b`` with ``b >= 0``."""
 
     __slots__ = ("a", "b", "out")
+
+    a: np.ndarray
+    b: np.ndarray
+    out: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
@@ -172,6 +191,10 @@ class _MinMaxBackward(_BinaryBackward):
     """maximum/minimum: the gradient goes to the winner, split evenly on ties (as torch)."""
 
     __slots__ = ("a", "b")
+
+    a: np.ndarray
+    b: np.ndarray
+
     _pick: Any = None
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
@@ -187,15 +210,21 @@ class _MinMaxBackward(_BinaryBackward):
 
 
 class MaximumBackward0(_MinMaxBackward):
+    __slots__ = ()
+
     _pick = staticmethod(np.greater)
 
 
 class MinimumBackward0(_MinMaxBackward):
+    __slots__ = ()
+
     _pick = staticmethod(np.less)
 
 
 class RsubBackward1(Node):
     """number - Tensor."""
+
+    __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (-g,)
@@ -205,6 +234,9 @@ class PowBackward0(Node):
     """Tensor ** number."""
 
     __slots__ = ("_exponent", "a")
+
+    _exponent: float
+    a: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         p = self._exponent
@@ -220,6 +252,9 @@ class PowBackward2(Node):
 
     __slots__ = ("_base", "out")
 
+    _base: float
+    out: np.ndarray
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         base = self._base
         if base == 0:  # out * log(0) is -inf where out is inf (negative exponent), else 0
@@ -228,6 +263,8 @@ class PowBackward2(Node):
 
 
 class NegBackward0(Node):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (-g,)
 
@@ -382,6 +419,7 @@ def rdiv(a: Tensor, b: Any) -> Tensor:
 
 def pow(a: Tensor, exponent: Any) -> Tensor:
     """``a ** exponent`` for a number or Tensor exponent."""
+    node: Node  # PowBackward0 for a number exponent, PowBackward1 for a Tensor one
     te = _tensor_operand(exponent, a)
     if te is None:
         out = _scalar_result(np.power(a._data, exponent), a._data)
@@ -463,6 +501,11 @@ class MmBackward0(Node):
 
     __slots__ = ("_sa", "_sb", "a", "b")
 
+    _sa: tuple[int, ...]
+    _sb: tuple[int, ...]
+    a: np.ndarray
+    b: np.ndarray
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
         sa, sb = self._sa, self._sb
@@ -486,6 +529,8 @@ class MmBackward0(Node):
 class DotBackward0(MmBackward0):
     """1-D @ 1-D: the output is 0-d, so each operand's gradient is the other one scaled."""
 
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
         return (g * self.b if ea is not None else None, g * self.a if eb is not None else None)
@@ -494,9 +539,13 @@ class DotBackward0(MmBackward0):
 class MvBackward0(MmBackward0):
     """2-D @ 1-D."""
 
+    __slots__ = ()
+
 
 class BmmBackward0(MmBackward0):
     """3-D @ 3-D, as ``bmm``. Other shapes keep MmBackward0 (torch shows a reshape node there)."""
+
+    __slots__ = ()
 
 
 _MATMUL_NODES: dict[tuple[int, int], type[MmBackward0]] = {
@@ -557,6 +606,10 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 class WhereBackward0(Node):
     __slots__ = ("_sa", "_sb", "cond")
+
+    _sa: tuple[int, ...]
+    _sb: tuple[int, ...]
+    cond: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next

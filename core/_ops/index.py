@@ -45,6 +45,9 @@ class SliceBackward0(Node):
 
     __slots__ = ("_index", "_shape")
 
+    _index: tuple[Any, ...]
+    _shape: tuple[int, ...]
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         grad = np.zeros(self._shape, dtype=g.dtype)
         grad[self._index] = g
@@ -54,17 +57,25 @@ class SliceBackward0(Node):
 class SelectBackward0(SliceBackward0):
     """Basic indexing whose last effective item is an int."""
 
+    __slots__ = ()
+
 
 class UnsqueezeBackward0(SliceBackward0):
     """Basic indexing whose last effective item is None."""
+
+    __slots__ = ()
 
 
 class AliasBackward0(SliceBackward0):
     """Basic indexing that selects everything (``x[...]``, ``x[:, :]``)."""
 
+    __slots__ = ()
+
 
 class IndexBackward0(SliceBackward0):
     """Advanced indexing: repeated indices must add up, hence ``np.add.at``."""
+
+    __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         grad = np.zeros(self._shape, dtype=g.dtype)
@@ -96,6 +107,7 @@ def _basic_node(index: Any, idx: tuple[Any, ...]) -> type[SliceBackward0]:
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
+    node: SliceBackward0 | None  # IndexBackward0 for advanced indexing, else a view's node
     d = x._data
     idx, advanced = normalize_index(index)
     try:
@@ -123,6 +135,9 @@ def getitem(x: Tensor, index: Any) -> Tensor:
 
 class IndexPutBackward0(Node):
     __slots__ = ("_index", "_value_shape")
+
+    _index: tuple[Any, ...]
+    _value_shape: tuple[int, ...]
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         e_self, e_value = self._next
@@ -182,6 +197,9 @@ def _assign_error(x: Tensor, index: Any, shape: Any, error: Exception) -> Runtim
 class MaskedFillBackward0(Node):
     __slots__ = ("_shape", "mask")
 
+    _shape: tuple[int, ...]
+    mask: np.ndarray
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         e_self, e_value = self._next
         zero = np.zeros((), dtype=g.dtype)
@@ -223,10 +241,14 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
 class GatherBackward0(Node):
     __slots__ = ("_dim", "_index", "_shape")
 
+    _dim: int
+    _index: np.ndarray
+    _shape: tuple[int, ...]
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         grad = np.zeros(self._shape, dtype=g.dtype)
         idx = np.indices(self._index.shape, sparse=True)
-        full = list(idx)
+        full: list[np.ndarray] = list(idx)
         full[self._dim] = self._index
         np.add.at(grad, tuple(full), g)
         return (grad,)

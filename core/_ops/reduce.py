@@ -66,6 +66,10 @@ def _expand_back(
 class SumBackward1(Node):
     __slots__ = ("_dims", "_keepdim", "_shape")
 
+    _dims: tuple[int, ...]
+    _keepdim: bool
+    _shape: tuple[int, ...]
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         g = _expand_back(g, self._shape, self._dims, self._keepdim)
         return (np.broadcast_to(g, self._shape),)
@@ -74,9 +78,13 @@ class SumBackward1(Node):
 class SumBackward0(SumBackward1):
     """``x.sum()`` with no dim (torch's separate overload)."""
 
+    __slots__ = ()
+
 
 class MeanBackward1(SumBackward1):
     __slots__ = ("_count",)
+
+    _count: int
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         g = _expand_back(g, self._shape, self._dims, self._keepdim)
@@ -85,6 +93,8 @@ class MeanBackward1(SumBackward1):
 
 class MeanBackward0(MeanBackward1):
     """``x.mean()`` with no dim."""
+
+    __slots__ = ()
 
 
 def _reduction(
@@ -136,6 +146,12 @@ def _correction(unbiased: bool | None, correction: Any) -> float:
 class VarBackward0(Node):
     __slots__ = ("_denom", "_dims", "_keepdim", "mean", "x")
 
+    _denom: float
+    _dims: tuple[int, ...]
+    _keepdim: bool
+    mean: np.ndarray
+    x: np.ndarray
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         g = _expand_back(g, self.x.shape, self._dims, self._keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -146,6 +162,8 @@ class StdBackward0(VarBackward0):
     """d std = d var / (2 std), zero where std is 0 (as torch)."""
 
     __slots__ = ("out",)
+
+    out: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         shape = self.x.shape
@@ -209,6 +227,11 @@ class AmaxBackward0(Node):
 
     __slots__ = ("_dims", "_keepdim", "out", "x")
 
+    _dims: tuple[int, ...]
+    _keepdim: bool
+    out: np.ndarray
+    x: np.ndarray
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         shape = self.x.shape
         out = _expand_back(self.out, shape, self._dims, self._keepdim)
@@ -219,15 +242,19 @@ class AmaxBackward0(Node):
 
 
 class AminBackward0(AmaxBackward0):
-    pass
+    __slots__ = ()
 
 
 class MaxBackward1(AmaxBackward0):
     """``x.max()`` over all elements."""
 
+    __slots__ = ()
+
 
 class MinBackward1(AmaxBackward0):
     """``x.min()`` over all elements."""
+
+    __slots__ = ()
 
 
 def _extreme(
@@ -262,6 +289,12 @@ class MaxBackward0(Node):
 
     __slots__ = ("_dim", "_index", "_keepdim", "_shape")
 
+    # None for a 0-d input.
+    _dim: int | None
+    _index: np.ndarray
+    _keepdim: bool
+    _shape: tuple[int, ...]
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         if self._dim is None:  # a 0-d input
             return (g,)
@@ -275,7 +308,7 @@ class MaxBackward0(Node):
 
 
 class MinBackward0(MaxBackward0):
-    pass
+    __slots__ = ()
 
 
 def _extreme_along(x: Tensor, dim: int, keepdim: bool, arg: Any) -> Any:
@@ -347,6 +380,12 @@ class LinalgVectorNormBackward0(Node):
 
     __slots__ = ("_dims", "_keepdim", "_p", "out", "x")
 
+    _dims: tuple[int, ...]
+    _keepdim: bool
+    _p: float
+    out: np.ndarray
+    x: np.ndarray
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         x = self.x
         out = _expand_back(self.out, x.shape, self._dims, self._keepdim)
@@ -394,6 +433,10 @@ def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> T
 class ProdBackward0(Node):
     __slots__ = ("_dims", "_keepdim", "x")
 
+    _dims: tuple[int, ...]
+    _keepdim: bool
+    x: np.ndarray
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         x = self.x
         (axis,) = self._dims if len(self._dims) == 1 else (None,)
@@ -416,6 +459,8 @@ class ProdBackward0(Node):
 class ProdBackward1(ProdBackward0):
     """prod along one dim."""
 
+    __slots__ = ()
+
 
 def prod(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     d = x._data
@@ -437,6 +482,11 @@ def prod(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 
 class LogsumexpBackward0(Node):
     __slots__ = ("_dims", "_keepdim", "out", "x")
+
+    _dims: tuple[int, ...]
+    _keepdim: bool
+    out: np.ndarray
+    x: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         out = _expand_back(self.out, self.x.shape, self._dims, self._keepdim)
@@ -465,6 +515,9 @@ def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
 class SoftmaxBackward0(Node):
     __slots__ = ("_dim", "out")
 
+    _dim: int
+    out: np.ndarray
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         y = self.out
         return (y * (g - np.sum(g * y, axis=self._dim, keepdims=True)),)
@@ -472,6 +525,9 @@ class SoftmaxBackward0(Node):
 
 class LogSoftmaxBackward0(Node):
     __slots__ = ("_dim", "out")
+
+    _dim: int
+    out: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g - np.exp(self.out) * np.sum(g, axis=self._dim, keepdims=True),)

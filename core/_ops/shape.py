@@ -49,6 +49,8 @@ class ViewBackward0(Node):
 
     __slots__ = ("_shape",)
 
+    _shape: tuple[int, ...]
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g.reshape(self._shape),)
 
@@ -56,21 +58,29 @@ class ViewBackward0(Node):
 class UnsafeViewBackward0(ViewBackward0):
     """reshape of a tensor that cannot be viewed: the result is a copy, not a view."""
 
+    __slots__ = ()
+
 
 class SqueezeBackward0(ViewBackward0):
     """squeeze() of every size-1 dim."""
+
+    __slots__ = ()
 
 
 class SqueezeBackward1(ViewBackward0):
     """squeeze(dim)."""
 
+    __slots__ = ()
+
 
 class SqueezeBackward2(ViewBackward0):
     """squeeze(dims) with a tuple of dims."""
 
+    __slots__ = ()
+
 
 class UnsqueezeBackward0(ViewBackward0):
-    pass
+    __slots__ = ()
 
 
 def _reshaped(x: Tensor, out: np.ndarray, cls: type[ViewBackward0] = ViewBackward0) -> Tensor:
@@ -157,16 +167,18 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
 class PermuteBackward0(Node):
     __slots__ = ("_inverse",)
 
+    _inverse: tuple[int, ...]
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (np.transpose(g, self._inverse),)
 
 
 class TransposeBackward0(PermuteBackward0):
-    pass
+    __slots__ = ()
 
 
 class TBackward0(PermuteBackward0):
-    pass
+    __slots__ = ()
 
 
 def _permuted(x: Tensor, order: tuple[int, ...], cls: type[PermuteBackward0]) -> Tensor:
@@ -224,6 +236,8 @@ def _expand_error(shape: tuple[int, ...], target: list[int]) -> RuntimeError:
 class ExpandBackward0(Node):
     __slots__ = ("_shape",)
 
+    _shape: tuple[int, ...]
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (sum_to(g, self._shape),)
 
@@ -256,6 +270,11 @@ class SplitBackward0(Node):
 
     __slots__ = ("_axis", "_dtype", "_n_out", "_shapes")
 
+    _axis: int
+    _dtype: np.dtype[Any]
+    _n_out: int  # a slot: the number of pieces, shadowing Node's class default of 1
+    _shapes: list[tuple[int, ...]]
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         # A single piece: the engine passes its gradient straight to backward().
         return self.backward_multi([g])
@@ -271,9 +290,13 @@ class SplitBackward0(Node):
 class SplitWithSizesBackward0(SplitBackward0):
     """split with a list of sizes."""
 
+    __slots__ = ()
+
 
 class UnbindBackward0(SplitBackward0):
     """unbind: the pieces lost the split dim, so the gradients are stacked back along it."""
+
+    __slots__ = ()
 
     def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
         parts = [
@@ -350,6 +373,9 @@ def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
 class CatBackward0(Node):
     __slots__ = ("_axis", "_bounds")
 
+    _axis: int
+    _bounds: list[int]
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return tuple(np.split(g, self._bounds, axis=self._axis))
 
@@ -396,6 +422,8 @@ def cat(tensors: Any, dim: int = 0) -> Tensor:
 class StackBackward0(Node):
     __slots__ = ("_axis",)
 
+    _axis: int
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return tuple(np.moveaxis(g, self._axis, 0))
 
@@ -422,6 +450,8 @@ def stack(tensors: Any, dim: int = 0) -> Tensor:
 
 
 class CloneBackward0(Node):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g,)
 
@@ -435,6 +465,8 @@ def clone(x: Tensor) -> Tensor:
 
 class ToCopyBackward0(Node):
     __slots__ = ("_dtype",)
+
+    _dtype: np.dtype[Any]
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g.astype(self._dtype),)

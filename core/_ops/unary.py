@@ -31,60 +31,84 @@ __all__ = [
 class _SavesInput(Node):
     __slots__ = ("x",)
 
+    x: np.ndarray
+
 
 class _SavesOutput(Node):
     __slots__ = ("out",)
 
+    out: np.ndarray
+
 
 class ExpBackward0(_SavesOutput):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g * self.out,)
 
 
 class LogBackward0(_SavesInput):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g / self.x,)
 
 
 class SqrtBackward0(_SavesOutput):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g / (2 * self.out),)
 
 
 class AbsBackward0(_SavesInput):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g * np.sign(self.x),)
 
 
 class ReciprocalBackward0(_SavesOutput):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         out = self.out
         return (-g * out * out,)
 
 
 class SinBackward0(_SavesInput):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g * np.cos(self.x),)
 
 
 class CosBackward0(_SavesInput):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (-g * np.sin(self.x),)
 
 
 class TanhBackward0(_SavesOutput):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         out = self.out
         return (g * (1 - out * out),)
 
 
 class SigmoidBackward0(_SavesOutput):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         out = self.out
         return (g * out * (1 - out),)
 
 
 class ReluBackward0(_SavesOutput):
+    __slots__ = ()
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g * (self.out > 0),)
 
@@ -92,12 +116,16 @@ class ReluBackward0(_SavesOutput):
 class LeakyReluBackward0(_SavesInput):
     __slots__ = ("_slope",)
 
+    _slope: float
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (np.where(self.x > 0, g, g * self._slope),)
 
 
 class GeluBackward0(_SavesInput):
     __slots__ = ("_approximate",)
+
+    _approximate: str
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         x = self.x
@@ -126,6 +154,9 @@ class ClampBackward1(_SavesInput):
 
     __slots__ = ("_hi", "_lo")
 
+    _hi: float | None
+    _lo: float | None
+
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g * _inside(self.x, self._lo, self._hi),)
 
@@ -134,6 +165,12 @@ class ClampBackward0(Node):
     """clamp with Tensor bounds: a bound gets the gradient where it is the active one (as torch)."""
 
     __slots__ = ("hi", "lo", "x")
+
+    # The bounds' arrays, None for a missing bound; backward reads a bound's shape only when
+    # its edge exists, which mypy cannot tell from the types.
+    hi: Any
+    lo: Any
+    x: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         e_x, e_lo, e_hi = self._next
@@ -310,6 +347,7 @@ def _clamp_tensor(x: Tensor, min: Any, max: Any) -> Tensor:
         from .arith import broadcast_error
 
         other = lo_d if lo_d is not None else hi_d
+        assert other is not None  # clamp() only comes here with a Tensor bound
         raise broadcast_error(x._data, other) from None
     bounds = [t for t in (lo, hi) if t is not None]
     if needs_grad(x, *bounds):

@@ -150,7 +150,7 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
             _capture(task.captures, node, grads)
         if type(node) is AccumulateGrad:
             if task.captures is None:
-                _accumulate(task, node.variable, grads[0])  # type: ignore[attr-defined]
+                _accumulate(task, node.variable, grads[0])
             continue
         outputs = _compute(node, grads)
         if hooks is not None and hooks.post:

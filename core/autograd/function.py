@@ -8,13 +8,16 @@ a new tensor object (a view), and modifying it in place is an error (SEMANTICS B
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from .._grad_mode import _state as grad_state
 from .._tensor import Tensor, _TensorHooks, _wrap
 from .graph import Node
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = ["Function", "FunctionCtx"]
 
@@ -46,6 +49,17 @@ class FunctionBackward(Node):
     """The graph node of one ``Function.apply`` call."""
 
     __slots__ = ("_function", "_is_tensor", "_materialize", "_n_out", "_out_meta", "ctx")
+
+    _function: type[Function]
+    # Per apply() argument: whether it is a Tensor, i.e. has an edge and gets a gradient.
+    _is_tensor: tuple[bool, ...]
+    # Slots set per node from the ctx and the outputs, shadowing Node's class defaults.
+    _materialize: bool
+    _n_out: int
+    # (shape, dtype) of each output, for the zeros that stand in for a missing gradient.
+    _out_meta: list[tuple[tuple[int, ...], DTypeLike]]
+    ctx: FunctionCtx
+
     _function_class: ClassVar[type[Function]]
 
     def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:

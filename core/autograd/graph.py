@@ -55,9 +55,9 @@ class Node:
     __slots__ = ("__weakref__", "_freed", "_hooks", "_next", "_seq", "_versions")
 
     # Number of forward outputs, i.e. gradient slots the engine buffers for this node.
-    _n_out: ClassVar[int] = 1
+    _n_out: int = 1
     # True for custom Functions: missing output gradients become zeros before backward().
-    _materialize: ClassVar[bool] = False
+    _materialize: bool = False
     # Names of the slots holding saved values, freed after backward unless retain_graph.
     _saved_fields: ClassVar[tuple[str, ...]] = ()
     # True when every output is a view of an input that must not be modified in place

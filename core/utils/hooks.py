@@ -15,7 +15,7 @@ from typing import Any
 __all__ = ["HookDict", "RemovableHandle"]
 
 
-class HookDict(dict):  # type: ignore[type-arg]
+class HookDict(dict):
     """A plain dict that a handle can reference weakly (built-in dicts cannot be)."""
 
     __slots__ = ("__weakref__",)

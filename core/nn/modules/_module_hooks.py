@@ -294,11 +294,7 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     g = GLOBAL_HOOKS
     if not (
-        g.forward_pre
-        or g.forward
-        or g.backward_pre
-        or g.backward
-        or module._has_local_hooks()
+        g.forward_pre or g.forward or g.backward_pre or g.backward or module._has_local_hooks()
     ):
         g.any_registered()
         d = module.__dict__
