@@ -1,0 +1,267 @@
+"""Event payloads: one frozen pydantic model per hook, passed to plugins as ``event``.
+
+Tensors in a payload are the engine's own objects, shared, never copied: read them, do not
+modify them in place; a plugin changes a value by returning a replacement from the hook (see
+:mod:`hookgrad.hookspecs.specs`). Models are strict (no coercion: a tuple field takes a tuple),
+frozen and reject unknown fields. Building one costs a couple of microseconds, so the runtime
+builds none when no plugin listens.
+
+``event.summary()`` is what sinks write: the scalar fields as they are and every tensor as a
+:class:`~hookgrad.hookspecs.TensorSummary` (``model_dump(mode="json")`` gives the same dict), and
+``model_json_schema()`` describes that JSON form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PlainSerializer, WithJsonSchema
+
+from hookgrad._tensor import Tensor
+
+from ._stats import TENSOR_SUMMARY_SCHEMA, array_stats, tensor_stats, to_json
+
+__all__ = [
+    "BackwardBeginEvent",
+    "BackwardEndEvent",
+    "BackwardPreEvent",
+    "Event",
+    "ForwardEvent",
+    "ForwardPreEvent",
+    "FullBackwardEvent",
+    "HOOK_EVENTS",
+    "ModuleEvent",
+    "ModulePhase",
+    "OptimizerStepPostEvent",
+    "OptimizerStepPreEvent",
+    "PluginRecord",
+    "RunEvent",
+    "RunPhase",
+]
+
+ModulePhase: TypeAlias = Literal["forward_pre", "forward", "backward_pre", "backward"]
+RunPhase: TypeAlias = Literal[
+    "backward_begin", "backward_end", "optimizer_step_pre", "optimizer_step_post"
+]
+
+
+# ---------------------------------------------------------------------- field types
+def _summarise_parameters(parameters: tuple[tuple[str, Tensor], ...]) -> dict[str, Any]:
+    return {
+        name: {
+            "param": array_stats(p._data),
+            "grad": None if p._grad is None else array_stats(p._grad._data),
+        }
+        for name, p in parameters
+    }
+
+
+_TensorField: TypeAlias = Annotated[
+    Tensor,
+    WithJsonSchema(TENSOR_SUMMARY_SCHEMA),
+    PlainSerializer(tensor_stats, return_type=Any, when_used="json"),
+]
+_Grads: TypeAlias = tuple[_TensorField | None, ...]
+_ANY_JSON = (
+    "JSON form: tensors as TensorSummary objects, tuples and lists as arrays, other objects as "
+    "their repr"
+)
+_Args: TypeAlias = Annotated[
+    tuple[Any, ...],
+    WithJsonSchema({"type": "array", "description": _ANY_JSON}),
+    PlainSerializer(to_json, return_type=Any, when_used="json"),
+]
+_Kwargs: TypeAlias = Annotated[
+    dict[str, Any],
+    WithJsonSchema({"type": "object", "description": _ANY_JSON}),
+    PlainSerializer(to_json, return_type=Any, when_used="json"),
+]
+_Output: TypeAlias = Annotated[
+    Any,
+    WithJsonSchema({"description": _ANY_JSON}),
+    PlainSerializer(to_json, return_type=Any, when_used="json"),
+]
+_NamedParameters: TypeAlias = Annotated[
+    tuple[tuple[str, Tensor], ...],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "description": "Qualified parameter name -> the parameter and its .grad",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "param": TENSOR_SUMMARY_SCHEMA,
+                    "grad": {"anyOf": [TENSOR_SUMMARY_SCHEMA, {"type": "null"}]},
+                },
+                "required": ["param", "grad"],
+            },
+        }
+    ),
+    PlainSerializer(_summarise_parameters, return_type=Any, when_used="json"),
+]
+_NonNegativeInt: TypeAlias = Annotated[int, Field(ge=0)]
+
+
+# ---------------------------------------------------------------------- bases
+class Event(BaseModel):
+    """Base of every payload: frozen, strict, no unknown fields, tensors shared."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", strict=True, arbitrary_types_allowed=True
+    )
+
+    hook: ClassVar[str] = ""
+    """The name of the hook this payload is passed to (empty on the bases)."""
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON-safe form sinks write: scalar fields as-is, tensors as TensorSummary dicts."""
+        return self.model_dump(mode="json")
+
+
+class ModuleEvent(Event):
+    """Base of the four module-hook payloads: which module call the event belongs to."""
+
+    module_name: str = Field(
+        description='Dotted qualified name from the outermost module called; "" for the root'
+    )
+    module_type: str = Field(description="The module's class name, e.g. Linear")
+    call_index: _NonNegativeInt = Field(
+        description=(
+            "Which call of this module in the current forward, from 0; backward events carry "
+            "the index of the forward call they differentiate"
+        )
+    )
+    step: _NonNegativeInt = Field(description="The runtime's training step counter")
+    phase: ModulePhase
+
+
+class RunEvent(Event):
+    """Base of the training-loop payloads (backward and optimizer step), not tied to a module."""
+
+    step: _NonNegativeInt = Field(description="The runtime's training step counter")
+    phase: RunPhase
+
+
+# ---------------------------------------------------------------------- module events
+class ForwardPreEvent(ModuleEvent):
+    """Before ``forward``: the arguments the module is about to receive."""
+
+    hook: ClassVar[str] = "hookgrad_forward_pre"
+    phase: Literal["forward_pre"] = "forward_pre"
+    args: _Args = Field(description="Positional arguments, after earlier pre-hooks' replacements")
+    kwargs: _Kwargs = Field(description="Keyword arguments (read-only: cannot be replaced)")
+
+
+class ForwardEvent(ModuleEvent):
+    """After ``forward``: its arguments and output."""
+
+    hook: ClassVar[str] = "hookgrad_forward"
+    phase: Literal["forward"] = "forward"
+    args: _Args = Field(description="Positional arguments forward received")
+    kwargs: _Kwargs = Field(description="Keyword arguments forward received")
+    output: _Output = Field(description="forward's output, after earlier hooks' replacements")
+
+
+class BackwardPreEvent(ModuleEvent):
+    """Before the module's backward: the gradients with respect to its outputs."""
+
+    hook: ClassVar[str] = "hookgrad_backward_pre"
+    phase: Literal["backward_pre"] = "backward_pre"
+    grad_output: _Grads = Field(
+        description="One entry per output; None for non-tensor outputs and unused outputs"
+    )
+
+
+class FullBackwardEvent(ModuleEvent):
+    """After the module's backward: gradients with respect to its inputs and outputs."""
+
+    hook: ClassVar[str] = "hookgrad_full_backward"
+    phase: Literal["backward"] = "backward"
+    grad_input: _Grads = Field(
+        description="One entry per positional argument; None for non-tensor arguments"
+    )
+    grad_output: _Grads = Field(description="As in BackwardPreEvent, after its replacements")
+
+
+# ---------------------------------------------------------------------- training-loop events
+class BackwardBeginEvent(RunEvent):
+    """``loss.backward(gradient)`` was called; the graph walk has not started."""
+
+    hook: ClassVar[str] = "hookgrad_backward_begin"
+    phase: Literal["backward_begin"] = "backward_begin"
+    loss: _TensorField = Field(description="The root tensor backward was called on")
+    gradient: _TensorField | None = Field(
+        description="The seed gradient; None means ones (a scalar loss)"
+    )
+
+
+class BackwardEndEvent(RunEvent):
+    """The backward pass finished: every ``.grad`` it produces is accumulated."""
+
+    hook: ClassVar[str] = "hookgrad_backward_end"
+    phase: Literal["backward_end"] = "backward_end"
+    loss: _TensorField = Field(description="The root tensor backward was called on")
+
+
+class OptimizerStepPreEvent(RunEvent):
+    """``optimizer.step()`` was called; no parameter has changed yet."""
+
+    hook: ClassVar[str] = "hookgrad_optimizer_step_pre"
+    phase: Literal["optimizer_step_pre"] = "optimizer_step_pre"
+    optimizer_type: str = Field(description="The optimizer's class name, e.g. SGD")
+    parameters: _NamedParameters = Field(
+        description=(
+            "(qualified name, parameter) pairs this plugin selected, in the optimizer's order; "
+            "gradients are p.grad (None when a parameter got none)"
+        )
+    )
+
+
+class OptimizerStepPostEvent(RunEvent):
+    """``optimizer.step()`` returned, or was skipped because a plugin vetoed it."""
+
+    hook: ClassVar[str] = "hookgrad_optimizer_step_post"
+    phase: Literal["optimizer_step_post"] = "optimizer_step_post"
+    optimizer_type: str = Field(description="The optimizer's class name, e.g. SGD")
+    parameters: _NamedParameters = Field(description="As in OptimizerStepPreEvent, after the step")
+    skipped: bool = Field(description="True when a plugin vetoed the step")
+    vetoed_by: str | None = Field(description="The name of the plugin that vetoed, else None")
+
+
+# ---------------------------------------------------------------------- plugin records
+class PluginRecord(Event):
+    """What a plugin reports to the runtime's sinks: a clip, a scale backoff, a skipped step.
+
+    Not a hook payload: plugins build records and hand them to the runtime, which writes
+    them beside the event summaries, so one log shows both on the same step axis.
+    """
+
+    plugin: str = Field(description="The plugin's name, e.g. grad_clip")
+    kind: str = Field(description="What happened, e.g. clip, backoff, skip_step")
+    step: _NonNegativeInt = Field(description="The runtime's training step counter")
+    module_name: str | None = Field(
+        default=None, description="The module it concerns, if any (qualified name)"
+    )
+    data: dict[str, JsonValue] = Field(
+        default_factory=dict, description="JSON-safe details, e.g. pre_norm, post_norm"
+    )
+
+
+HOOK_EVENTS: Final[Mapping[str, type[Event]]] = MappingProxyType(
+    {
+        cls.hook: cls
+        for cls in (
+            ForwardPreEvent,
+            ForwardEvent,
+            BackwardPreEvent,
+            FullBackwardEvent,
+            BackwardBeginEvent,
+            BackwardEndEvent,
+            OptimizerStepPreEvent,
+            OptimizerStepPostEvent,
+        )
+    }
+)
+"""Hook name -> the payload model passed to it as ``event``."""
