@@ -170,19 +170,11 @@ class BackwardHook:
     def _on_output_grads(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
         """Pre-hooks may replace grad_output; with no input needing grad, full hooks fire here."""
         assert self.output_index is not None
-        grad_outputs = _packed(self.output_index, self.n_outputs, grads)
-        replaced = False
-        for hook in self.user_pre_hooks:
-            result = hook(self.module, grad_outputs)
-            if result is None:
-                continue
-            if len(result) != len(grad_outputs):
-                raise RuntimeError(
-                    "Backward pre hook returned an invalid number of grad_output, "
-                    f"got {len(result)}, but expected {len(grad_outputs)}"
-                )
-            grad_outputs = result
-            replaced = True
+        packed = _packed(self.output_index, self.n_outputs, grads)
+        grad_outputs = _chain(
+            self.user_pre_hooks, (self.module,), packed, (), "Backward pre hook", "grad_output"
+        )
+        replaced = grad_outputs is not packed
         self.grad_outputs = grad_outputs
         if self.input_index is None:
             self._fire_without_input_grads(grad_outputs)
@@ -213,26 +205,41 @@ class BackwardHook:
         if grad_outputs is None or not self.user_hooks:
             return tuple(grads)
         assert self.input_index is not None
-        grad_inputs: Any = _packed(self.input_index, self.n_inputs, grads)
-        replaced = False
-        for hook in self.user_hooks:
-            result = hook(self.module, grad_inputs, grad_outputs)
-            if result is None:
-                continue
-            if len(result) != len(grad_inputs):
-                raise RuntimeError(
-                    "Backward hook returned an invalid number of grad_input, "
-                    f"got {len(result)}, but expected {len(grad_inputs)}"
-                )
-            grad_inputs = result
-            replaced = True
+        packed = _packed(self.input_index, self.n_inputs, grads)
+        grad_inputs = _chain(
+            self.user_hooks, (self.module,), packed, (grad_outputs,), "Backward hook", "grad_input"
+        )
         self.grad_outputs = None
-        if not replaced:
+        if grad_inputs is packed:
             return tuple(grads)
         return tuple(
             _array(grad_inputs[i], (g.shape, g.dtype), "grad_input")
             for i, g in zip(self.input_index, grads)
         )
+
+
+def _chain(
+    hooks: Sequence[Hook],
+    leading: tuple[Any, ...],
+    current: Any,
+    trailing: tuple[Any, ...],
+    who: str,
+    what: str,
+) -> Any:
+    """Call each hook as ``hook(*leading, current, *trailing)``; a non-None result of the
+    same length replaces ``current`` for the next one (B-16, B-17). Returns ``current``
+    itself when no hook replaced it."""
+    for hook in hooks:
+        result = hook(*leading, current, *trailing)
+        if result is None:
+            continue
+        if len(result) != len(current):
+            raise RuntimeError(
+                f"{who} returned an invalid number of {what}, "
+                f"got {len(result)}, but expected {len(current)}"
+            )
+        current = result
+    return current
 
 
 def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Tensor:
