@@ -1,4 +1,6 @@
-"""Runtime services: config loading, event sinks and logging, each usable on its own.
+"""Runtime services: config, plugin discovery, the hook bridge, event sinks, logging.
+
+Each service is usable on its own; the ``Runtime`` object that wires them is the next step.
 
 Nothing here is imported by ``import hookgrad`` and nothing happens at import: no file is
 read, no logger is configured (structlog's global configuration is never touched).
@@ -8,12 +10,18 @@ read, no logger is configured (structlog's global configuration is never touched
   value came from; a bad key raises ``ConfigError`` naming the file, table and valid keys.
 - Sinks: ``EventSink`` protocol, ``JsonLinesSink`` (loses nothing on crash), ``MemorySink``,
   ``SinkSet`` (fan-out that survives a failing sink).
+- Discovery: ``PluginCatalog`` reads the ``hookgrad.plugins`` entry points once, lazily;
+  ``load_class_path`` imports a plugin named by ``class_path``; a broken plugin is reported
+  with its entry point and distribution (``PluginLoadError``, ``PluginImportWarning``).
+- Bridge: ``HookBridge`` turns the engine's module hook points into pluggy calls, registering
+  global module hooks only for specs that have implementations.
 - Logging: ``make_logger`` (per-runtime structlog logger, to stderr or to sinks) and
   ``capture_logs`` for tests.
 """
 
 from __future__ import annotations
 
+from ._bridge import HookBridge, PluginHookWarning
 from ._config import (
     EventsConfig,
     LoadedConfig,
@@ -22,23 +30,41 @@ from ._config import (
     load_config,
     validate_plugin_table,
 )
+from ._discovery import (
+    ENTRY_POINT_GROUP,
+    LoadedPlugin,
+    PluginCatalog,
+    PluginImportWarning,
+    PluginLoadError,
+    PluginSource,
+    load_class_path,
+)
 from ._errors import ConfigError
 from ._logging import LogCapture, capture_logs, make_logger
 from ._sinks import EventSink, JsonLinesSink, MemorySink, SinkSet, SinkWarning
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "ConfigError",
     "EventSink",
     "EventsConfig",
+    "HookBridge",
     "JsonLinesSink",
     "LoadedConfig",
+    "LoadedPlugin",
     "LogCapture",
     "LogLevel",
     "MemorySink",
+    "PluginCatalog",
+    "PluginHookWarning",
+    "PluginImportWarning",
+    "PluginLoadError",
+    "PluginSource",
     "RuntimeConfig",
     "SinkSet",
     "SinkWarning",
     "capture_logs",
+    "load_class_path",
     "load_config",
     "make_logger",
     "validate_plugin_table",

@@ -1,0 +1,118 @@
+"""Which module call is this: qualified name and call index, for plugin events.
+
+:class:`ModuleNamer` follows module calls as they begin (:meth:`~ModuleNamer.enter`) and end
+(:meth:`~ModuleNamer.exit`). A call that starts with no call in progress is an *outermost*
+call: its module is the root, named ``""``, and the call counters restart. Inside it, a module
+is named by its dotted path from the root (``root.named_modules()``). A module called inside
+the root's forward but outside its structure (a module kept in a plain list, built on the fly)
+opens a scope of its own: it is named ``""`` and its submodules relative to it. A module
+called on its own (a loss after the model) is an outermost call and so is a root too.
+
+Name tables are cached per root (weakly: the cache never keeps a model alive) and checked
+in O(1) per lookup rather than rebuilt: every entry remembers the ``_modules`` dict of the
+parent it was found in and its key there, and an entry whose parent no longer holds that
+module under that key (``del model.fc``, ``model.fc = other``) triggers a rebuild. A module
+missing from the table (added after the table was built) triggers at most one rebuild per
+outermost call; if it is still missing, it opens its own scope as above. Hooking
+``add_module`` instead would mean changing the engine's attribute path for every model,
+and cannot see ``_modules`` edited directly.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+__all__ = ["ModuleNamer"]
+
+# id(module) -> (qualified name, the parent's ``_modules`` dict or None for the root, key)
+_Table = dict[int, tuple[str, dict[str, Any] | None, str]]
+
+
+def _build_table(root: Any) -> _Table:
+    """Qualified names of ``root`` and its submodules (first name wins for shared ones)."""
+    table: _Table = {id(root): ("", None, "")}
+    for prefix, module in root.named_modules():
+        for key, child in module._modules.items():
+            if child is not None and id(child) not in table:
+                table[id(child)] = (f"{prefix}.{key}" if prefix else key, module._modules, key)
+    return table
+
+
+class _Scope:
+    """One naming root during an outermost call: its table, and whether it was rebuilt."""
+
+    __slots__ = ("rebuilt", "root", "table")
+
+    def __init__(self, root: Any, table: _Table) -> None:
+        self.root = root
+        self.table = table
+        self.rebuilt = False
+
+
+class ModuleNamer:
+    """Names module calls: ``enter(module)`` -> ``(qualified name, call index)``; ``exit``."""
+
+    __slots__ = ("_counts", "_stack", "_tables")
+
+    def __init__(self) -> None:
+        self._tables: weakref.WeakKeyDictionary[Any, _Table] = weakref.WeakKeyDictionary()
+        # One (module, scope, name, call index) frame per call in progress, innermost last.
+        self._stack: list[tuple[Any, _Scope, str, int]] = []
+        self._counts: dict[int, int] = {}
+
+    @property
+    def depth(self) -> int:
+        """How many module calls are in progress."""
+        return len(self._stack)
+
+    def reset(self) -> None:
+        """Forget the calls in progress (the hooks that report call ends were removed)."""
+        self._stack.clear()
+        self._counts.clear()
+
+    def enter(self, module: Any) -> tuple[str, int]:
+        """A call of ``module`` begins: its qualified name and which call of it this is."""
+        stack = self._stack
+        if not stack:
+            self._counts.clear()
+            name, scope = "", self._scope(module)
+        else:
+            name, scope = self._lookup(stack[-1][1], module)
+        key = id(module)
+        index = self._counts.get(key, 0)
+        self._counts[key] = index + 1
+        stack.append((module, scope, name, index))
+        return name, index
+
+    def exit(self, module: Any) -> tuple[str, int] | None:
+        """The call of ``module`` ended (returned or raised): its name and call index.
+
+        None when the innermost call in progress is not one of ``module`` (its start was not
+        seen, e.g. an earlier forward pre-hook raised); the call stack is then left alone.
+        """
+        stack = self._stack
+        if stack and stack[-1][0] is module:
+            _, _, name, index = stack.pop()
+            return name, index
+        return None
+
+    def _scope(self, root: Any) -> _Scope:
+        table = self._tables.get(root)
+        if table is None:
+            table = self._tables[root] = _build_table(root)
+        return _Scope(root, table)
+
+    def _lookup(self, scope: _Scope, module: Any) -> tuple[str, _Scope]:
+        entry = scope.table.get(id(module))
+        if entry is not None:
+            name, parent, key = entry
+            if parent is None or parent.get(key) is module:
+                return name, scope
+        if not scope.rebuilt:  # the structure changed since the table was built
+            scope.rebuilt = True
+            table = scope.table = self._tables[scope.root] = _build_table(scope.root)
+            entry = table.get(id(module))
+            if entry is not None:
+                return entry[0], scope
+        return "", self._scope(module)  # outside the root's structure: a root of its own
