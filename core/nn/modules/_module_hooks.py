@@ -179,9 +179,14 @@ class _WrappedHook:
         )
 
 
+_NO_BACKWARD_HOOKS: tuple[list[Hook], list[Hook], list[Hook]] = ([], [], [])
+
+
 def _backward_hook_lists(module: Any) -> tuple[list[Hook], list[Hook], list[Hook]]:
     """(full hooks, regular hooks, pre-hooks), globals first, captured now (B-19)."""
     g = GLOBAL_HOOKS
+    if not (g.backward or g.backward_pre or module._backward_hooks or module._backward_pre_hooks):
+        return _NO_BACKWARD_HOOKS  # read-only: callers only test and iterate these lists
     pre: list[Hook] = []
     if g.backward_pre or module._backward_pre_hooks:
         pre = [*g.backward_pre.values(), *module._backward_pre_hooks.values()]
@@ -222,7 +227,7 @@ class _CallState:
         self.args = args
         self.kwargs = kwargs
         self.result: Any = None
-        self.called: set[int] = set()
+        self.called: list[int] = []  # always_call hooks that ran; a handful at most
 
 
 def _run_forward_hooks(module: Any, state: _CallState) -> None:
@@ -230,7 +235,7 @@ def _run_forward_hooks(module: Any, state: _CallState) -> None:
     local_kw, local_always = module._forward_hooks_with_kwargs, module._forward_hooks_always_called
     for hook_id, hook in (*g.forward.items(), *module._forward_hooks.items()):
         if hook_id in local_always or hook_id in g.forward_always_called:
-            state.called.add(hook_id)
+            state.called.append(hook_id)
         if hook_id in local_kw or hook_id in g.forward_with_kwargs:
             result = hook(module, state.args, state.kwargs, state.result)
         else:
