@@ -11,19 +11,15 @@ Targets (hooks issue): hookgrad (a) <= 1.3x on S and <= 1.5x on D, (b) and (c) <
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
-import warnings
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-from _harness import Column, Timings, describe_environment, markdown_table, measure, one_thread
-from _workloads import WORKLOADS, Workload, build_model, framework_trainer, make_problem
-
-import hookgrad
+from _harness import Column, Timings
+from _overhead import OverheadReport, overhead_main
+from _workloads import Workload, build_model, framework_trainer, make_problem
 
 VARIANTS = ("bwd_hook", "fwd_hooks", "tensor_hooks")
 # variant -> {workload: the hooked/unhooked ratio hookgrad must stay below}
@@ -72,15 +68,6 @@ def _columns(lib: ModuleType, name: str, workload: Workload, seed: int) -> list[
     return columns
 
 
-def _optional_torch() -> ModuleType | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    torch.set_num_threads(1)
-    return torch
-
-
 def _rows(
     name: str, t: Timings, engines: list[str]
 ) -> tuple[list[list[object]], list[list[object]]]:
@@ -100,35 +87,13 @@ def _rows(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default="S,D")
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    torch = _optional_torch()
-    engines = ["hookgrad"] + (["torch"] if torch is not None else [])
-    rng = np.random.default_rng(args.seed)
-    rows: list[list[object]] = []
-    verdicts: list[list[object]] = []
-    # Both engines warn once per location that the first layer's input needs no grad (B-9).
-    warnings.simplefilter("ignore", UserWarning)
-    with one_thread():
-        print("\n".join(describe_environment()))
-        for name in args.workloads.split(","):
-            workload = WORKLOADS[name]
-            columns = _columns(hookgrad, "hookgrad", workload, args.seed)
-            if torch is not None:
-                columns += _columns(torch, "torch", workload, args.seed)
-            print(f"timing {name} ...", file=sys.stderr, flush=True)
-            timings = measure(columns, args.seconds, rng)
-            r, v = _rows(name, timings, engines)
-            rows += r
-            verdicts += v
-    print("\nHooked / unhooked step time, paired per round (95% CI)\n")
-    print(markdown_table(["workload", "hooks", *(f"{e} ratio" for e in engines)], rows))
-    print("\nTargets (hooks issue)\n")
-    print(markdown_table(["workload", "hooks", "target", "hookgrad", "verdict"], verdicts))
-    return 0
+    report = OverheadReport(
+        "Hooked / unhooked step time",
+        lambda engines: ["workload", "hooks", *(f"{e} ratio" for e in engines)],
+        "Targets (hooks issue)",
+        ["workload", "hooks", "target", "hookgrad", "verdict"],
+    )
+    return overhead_main(argv, __doc__.split("\n\n")[0], _columns, _rows, report)
 
 
 if __name__ == "__main__":

@@ -14,20 +14,17 @@ issue): ``bridge`` <= 1.02x everywhere, ``noop_plugin`` <= 1.5x on S.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
-import warnings
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-import numpy as np
 import pluggy
-from _harness import Column, Timings, describe_environment, markdown_table, measure, one_thread
-from _workloads import WORKLOADS, Workload, build_model, framework_trainer, make_problem
+from _harness import Column, Timings
+from _overhead import OverheadReport, overhead_main
+from _workloads import Workload, build_model, framework_trainer, make_problem
 
-import hookgrad
 from hookgrad.hookspecs import PROJECT_NAME, hookimpl, specs
 from hookgrad.runtime._bridge import HookBridge
 
@@ -101,15 +98,6 @@ def _columns(lib: ModuleType, name: str, workload: Workload, seed: int) -> list[
     return columns
 
 
-def _optional_torch() -> ModuleType | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    torch.set_num_threads(1)
-    return torch
-
-
 def _rows(
     name: str, t: Timings, engines: list[str]
 ) -> tuple[list[list[object]], list[list[object]]]:
@@ -128,35 +116,13 @@ def _rows(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default="S,D")
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    torch = _optional_torch()
-    engines = ["hookgrad"] + (["torch"] if torch is not None else [])
-    rng = np.random.default_rng(args.seed)
-    rows: list[list[object]] = []
-    verdicts: list[list[object]] = []
-    # Both engines warn that the first layer's input needs no grad (B-9).
-    warnings.simplefilter("ignore", UserWarning)
-    with one_thread():
-        print("\n".join(describe_environment()))
-        for name in args.workloads.split(","):
-            workload = WORKLOADS[name]
-            columns = _columns(hookgrad, "hookgrad", workload, args.seed)
-            if torch is not None:
-                columns += _columns(torch, "torch", workload, args.seed)
-            print(f"timing {name} ...", file=sys.stderr, flush=True)
-            timings = measure(columns, args.seconds, rng)
-            r, v = _rows(name, timings, engines)
-            rows += r
-            verdicts += v
-    print("\nHooked / bare step time, paired per round (95% CI)\n")
-    print(markdown_table(["workload", "engine", "column", "bare step", "ratio"], rows))
-    print("\nTargets (plugin runtime issue)\n")
-    print(markdown_table(["workload", "column", "target", "ratio", "verdict"], verdicts))
-    return 0
+    report = OverheadReport(
+        "Hooked / bare step time",
+        lambda engines: ["workload", "engine", "column", "bare step", "ratio"],
+        "Targets (plugin runtime issue)",
+        ["workload", "column", "target", "ratio", "verdict"],
+    )
+    return overhead_main(argv, __doc__.split("\n\n")[0], _columns, _rows, report)
 
 
 if __name__ == "__main__":
