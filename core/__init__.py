@@ -6,6 +6,8 @@ loaded, no logging is configured, no entry point is scanned.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import autograd, nn, optim, utils
 from ._creation import (
     Generator,
@@ -116,6 +118,9 @@ from ._functions import (
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor import Tensor
 
+if TYPE_CHECKING:
+    from .runtime import Runtime, configure
+
 float = float32
 double = float64
 half = float16
@@ -126,6 +131,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Generator",
+    "Runtime",
     "Tensor",
     "abs",
     "add",
@@ -144,6 +150,7 @@ __all__ = [
     "chunk",
     "clamp",
     "clip",
+    "configure",
     "cos",
     "default_generator",
     "device",
@@ -238,3 +245,14 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+# Loaded on first access (PEP 562), so that ``import hookgrad`` imports no runtime service.
+_LAZY = frozenset({"Runtime", "configure"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

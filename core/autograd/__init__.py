@@ -11,6 +11,7 @@ from .._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._tensor import Tensor, _wrap
 from . import graph
 from ._engine import run_backward
+from ._observers import BACKWARD_OBSERVERS, notify_begin, notify_end
 from .function import Function, FunctionCtx
 from .gradcheck import gradcheck
 
@@ -78,16 +79,26 @@ def backward(
     create_graph: bool = False,
     inputs: Tensor | Sequence[Tensor] | None = None,
 ) -> None:
-    """Accumulate gradients of ``tensors`` into the ``.grad`` of the graph's leaves."""
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the graph's leaves.
+
+    hookgrad only: observers registered with ``register_backward_observer`` (the runtime's
+    ``hookgrad_backward_begin`` / ``hookgrad_backward_end``) are told before the walk, after
+    the roots were checked, and may replace the seeds; and after the walk if it did not raise.
+    """
     _check_create_graph(create_graph)
     outputs = _as_list(tensors)
     seeds = _as_list(grad_tensors) or [None] * len(outputs)
     roots = [_root_edge(t) for t in outputs]
+    observed = bool(BACKWARD_OBSERVERS)
+    if observed:
+        seeds = notify_begin(outputs, seeds)
     arrays = [_seed(t, g) for t, g in zip(outputs, seeds)]
     input_edges = None
     if inputs is not None:
         input_edges = [_root_edge(t) for t in _as_list(inputs)]
     run_backward(roots, arrays, retain_graph=bool(retain_graph), inputs=input_edges)
+    if observed:
+        notify_end(outputs)
 
 
 def grad(
@@ -99,7 +110,11 @@ def grad(
     allow_unused: bool | None = None,
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
-    """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``."""
+    """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``.
+
+    Backward observers (``hookgrad_backward_begin`` / ``_end``) are not notified: nothing is
+    accumulated.
+    """
     _check_create_graph(create_graph)
     outs = _as_list(outputs)
     ins = _as_list(inputs)

@@ -1,6 +1,7 @@
 """Runtime services: config, plugin discovery, the hook bridge, event sinks, logging.
 
-Each service is usable on its own; the ``Runtime`` object that wires them is the next step.
+Each service is usable on its own; ``Runtime`` wires them (``hookgrad.Runtime``), and
+``configure`` sets up the default runtime (``hookgrad.configure``).
 
 Nothing here is imported by ``import hookgrad`` and nothing happens at import: no file is
 read, no logger is configured (structlog's global configuration is never touched).
@@ -41,6 +42,8 @@ from ._discovery import (
 )
 from ._errors import ConfigError
 from ._logging import LogCapture, capture_logs, make_logger
+from ._loop import LoopHooks
+from ._runtime import Runtime, configure
 from ._sinks import EventSink, JsonLinesSink, MemorySink, SinkSet, SinkWarning
 
 __all__ = [
@@ -54,16 +57,19 @@ __all__ = [
     "LoadedPlugin",
     "LogCapture",
     "LogLevel",
+    "LoopHooks",
     "MemorySink",
     "PluginCatalog",
     "PluginHookWarning",
     "PluginImportWarning",
     "PluginLoadError",
     "PluginSource",
+    "Runtime",
     "RuntimeConfig",
     "SinkSet",
     "SinkWarning",
     "capture_logs",
+    "configure",
     "load_class_path",
     "load_config",
     "make_logger",

@@ -182,6 +182,10 @@ class HookBridge:
         """Whether :meth:`attach` was called and :meth:`detach` not since."""
         return self._attached
 
+    def naming_roots(self) -> list[Any]:
+        """The live modules this bridge has seen called as outermost modules (naming roots)."""
+        return self._namer.roots()
+
     def attach(self) -> HookBridge:
         """Register the global hooks someone listens to; returns the bridge."""
         self._attached = True

@@ -66,6 +66,10 @@ class ModuleNamer:
         """How many module calls are in progress."""
         return len(self._stack)
 
+    def roots(self) -> list[Any]:
+        """The modules seen as naming roots (outermost calls) that are still alive."""
+        return list(self._tables.keys())
+
     def reset(self) -> None:
         """Forget the calls in progress (the hooks that report call ends were removed)."""
         self._stack.clear()

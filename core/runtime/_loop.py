@@ -1,0 +1,251 @@
+"""The training-loop points of a runtime: backward begin/end and the optimizer step.
+
+:class:`LoopHooks` installs, only for the specs some active plugin implements:
+
+* a backward observer (:func:`hookgrad.autograd._observers.register_backward_observer`) for
+  ``hookgrad_backward_begin`` (whose non-None returns replace the seed, composing) and
+  ``hookgrad_backward_end``;
+* an optimizer step gate (:func:`hookgrad.optim._hooks.register_optimizer_step_gate`) for
+  ``hookgrad_optimizer_step_pre``: the first plugin returning False vetoes the step, the later
+  ones are not called, ``hookgrad_optimizer_step_post`` fires at once with ``skipped=True``;
+* a global optimizer step post hook for ``hookgrad_optimizer_step_post`` of a step taken. It
+  also advances the step counter (``bridge.step``, the one counter every event is stamped
+  with), so it is installed whenever any plugin implements any event hook, module hooks
+  included: a vetoed step advances the counter from the gate.
+
+Parameters get qualified names from the models given to :meth:`LoopHooks.watch`
+(``Runtime.watch``), then from those the bridge has seen called as outermost modules (its
+naming roots, known only when some plugin implements a module hook). A parameter of none of
+them takes its name from the optimizer's ``param_names`` (an optimizer built from
+``model.named_parameters()``), owned by the module named before its last dot, of class ``""``;
+failing that it is named ``param{i}`` (its index in the optimizer's order), owned by module
+``""`` of class ``""``. A plugin with ``module_types`` set never receives those.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from collections.abc import Mapping
+from typing import Any, Final, TypeAlias
+
+import pluggy
+
+from ..autograd._observers import register_backward_observer
+from ..hookspecs import (
+    BackwardBeginEvent,
+    BackwardEndEvent,
+    OptimizerStepPostEvent,
+    OptimizerStepPreEvent,
+    PluginConfig,
+    RunEvent,
+    call_order,
+)
+from ..optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
+from ..utils.hooks import RemovableHandle
+from ._bridge import MODULE_HOOKS, HookBridge, OnErrorLog, PluginHookWarning, _Listener
+
+__all__ = ["LOOP_HOOKS", "LoopHooks"]
+
+BACKWARD_BEGIN: Final = "hookgrad_backward_begin"
+BACKWARD_END: Final = "hookgrad_backward_end"
+STEP_PRE: Final = "hookgrad_optimizer_step_pre"
+STEP_POST: Final = "hookgrad_optimizer_step_post"
+LOOP_HOOKS: Final = (BACKWARD_BEGIN, BACKWARD_END, STEP_PRE, STEP_POST)
+
+_DEFAULT_CONFIG: Final = PluginConfig()
+
+# (qualified name, parameter, owning module's name, owning module's class name)
+_Named: TypeAlias = list[tuple[str, Any, str, str]]
+
+
+class LoopHooks:
+    """Dispatches the training-loop specs; shares ``step`` and ``disabled`` with ``bridge``."""
+
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        configs: Mapping[str, PluginConfig],
+        bridge: HookBridge,
+        *,
+        on_error_log: OnErrorLog | None = None,
+    ) -> None:
+        self.pm = pm
+        self.configs = configs
+        self.bridge = bridge
+        self.on_error_log = on_error_log
+        self._attached = False
+        self._listeners: dict[str, tuple[_Listener, ...]] = dict.fromkeys(LOOP_HOOKS, ())
+        self._handles: dict[str, RemovableHandle] = {}
+        self._shapes: dict[str, Any] = {}  # kind -> what the installed hook was built for
+        self._watched: weakref.WeakKeyDictionary[Any, None] = weakref.WeakKeyDictionary()
+
+    # ------------------------------------------------------------------ lifecycle
+    def attach(self) -> None:
+        """Install the hooks someone listens to."""
+        self._attached = True
+        self.refresh()
+
+    def detach(self) -> None:
+        """Remove every hook installed; harmless when repeated."""
+        self._attached = False
+        self._listeners = dict.fromkeys(LOOP_HOOKS, ())
+        for kind in tuple(self._handles):
+            self._handles.pop(kind).remove()
+        self._shapes.clear()
+
+    def refresh(self) -> None:
+        """Re-read who implements which spec; install and remove hooks to match."""
+        if not self._attached:
+            return
+        self._listeners = {hook: self._listeners_of(hook) for hook in LOOP_HOOKS}
+        begin, end = self._listeners[BACKWARD_BEGIN], self._listeners[BACKWARD_END]
+        counting = any(self._listeners.values()) or any(
+            self._listeners_of(hook) for hook in MODULE_HOOKS
+        )
+        wanted = {
+            "observer": (bool(begin), bool(end)) if begin or end else None,
+            "gate": True if self._listeners[STEP_PRE] else None,
+            "post": True if counting else None,
+        }
+        for kind, shape in wanted.items():
+            if kind in self._handles and self._shapes.get(kind) != shape:
+                self._handles.pop(kind).remove()
+                del self._shapes[kind]
+            if shape is not None and kind not in self._handles:
+                self._handles[kind] = self._install(kind, shape)
+                self._shapes[kind] = shape
+
+    def _install(self, kind: str, shape: Any) -> RemovableHandle:
+        if kind == "gate":
+            return register_optimizer_step_gate(self._gate)
+        if kind == "post":
+            return register_optimizer_step_post_hook(self._post_hook)
+        has_begin, has_end = shape
+        return register_backward_observer(
+            self._begin if has_begin else None, self._end if has_end else None
+        )
+
+    def _listeners_of(self, hook: str) -> tuple[_Listener, ...]:
+        listeners = []
+        for impl in call_order(self.pm, hook):
+            config = self.configs.get(impl.plugin_name, _DEFAULT_CONFIG)
+            if config.enabled and impl.plugin_name not in self.bridge.disabled:
+                listeners.append(_Listener(impl, config))
+        return tuple(listeners)
+
+    # ------------------------------------------------------------------ backward
+    def _begin(self, root: Any, gradient: Any) -> Any:
+        first = event = BackwardBeginEvent(step=self.bridge.step, loss=root, gradient=gradient)
+        for listener in self._listeners[BACKWARD_BEGIN]:
+            result = self._call(listener, event)
+            if result is not None:
+                event = event.model_copy(update={"gradient": result})
+        return None if event is first else event.gradient
+
+    def _end(self, root: Any) -> None:
+        event = BackwardEndEvent(step=self.bridge.step, loss=root)
+        for listener in self._listeners[BACKWARD_END]:
+            self._call(listener, event)
+
+    # ------------------------------------------------------------------ optimizer
+    def _gate(self, optimizer: Any) -> bool:
+        named = self.named_parameters(optimizer)
+        kind = type(optimizer).__name__
+        for listener in self._listeners[STEP_PRE]:
+            event = OptimizerStepPreEvent(
+                step=self.bridge.step,
+                optimizer_type=kind,
+                parameters=_selected(named, listener.config),
+            )
+            if self._call(listener, event) is False:
+                self._after_step(optimizer, named, vetoed_by=listener.name)
+                return False
+        return True
+
+    def _post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._after_step(optimizer, None, vetoed_by=None)
+
+    def _after_step(self, optimizer: Any, named: _Named | None, vetoed_by: str | None) -> None:
+        """Fire ``hookgrad_optimizer_step_post``, then advance the step counter."""
+        listeners = self._listeners[STEP_POST]
+        if listeners:
+            named = self.named_parameters(optimizer) if named is None else named
+            for listener in listeners:
+                event = OptimizerStepPostEvent(
+                    step=self.bridge.step,
+                    optimizer_type=type(optimizer).__name__,
+                    parameters=_selected(named, listener.config),
+                    skipped=vetoed_by is not None,
+                    vetoed_by=vetoed_by,
+                )
+                self._call(listener, event)
+        self.bridge.step += 1
+
+    def watch(self, module: Any) -> None:
+        """Name parameters of ``module`` (and its submodules) relative to it (held weakly)."""
+        self._watched[module] = None
+
+    def named_parameters(self, optimizer: Any) -> _Named:
+        """The optimizer's parameters with qualified names and owners (see the module doc)."""
+        owners: dict[int, tuple[str, str, str]] = {}
+        for root in (*self._watched.keys(), *self.bridge.naming_roots()):
+            for module_name, module in root.named_modules():
+                for key, p in module._parameters.items():
+                    if p is not None and id(p) not in owners:
+                        qualified = f"{module_name}.{key}" if module_name else key
+                        owners[id(p)] = (qualified, module_name, type(module).__name__)
+        named: _Named = []
+        for group in optimizer.param_groups:
+            names = group.get("param_names")
+            for j, p in enumerate(group["params"]):
+                owner = owners.get(id(p))
+                if owner is None and names is not None:
+                    owner = (names[j], names[j].rpartition(".")[0], "")
+                name, module_name, module_type = owner or (f"param{len(named)}", "", "")
+                named.append((name, p, module_name, module_type))
+        return named
+
+    # ------------------------------------------------------------------ errors
+    def _call(self, listener: _Listener, event: RunEvent) -> Any:
+        """The listener's result; None if it is disabled or raised under warn/disable."""
+        if listener.name in self.bridge.disabled:
+            return None
+        try:
+            return listener.function(event) if listener.takes_event else listener.function()
+        except Exception as error:
+            if listener.config.on_error == "raise":
+                raise
+            self._report(listener, event, error)
+            return None
+
+    def _report(self, listener: _Listener, event: RunEvent, error: Exception) -> None:
+        disable = listener.config.on_error == "disable"
+        action = (
+            "disabled it for the rest of this runtime" if disable else "went on without its result"
+        )
+        warnings.warn(
+            PluginHookWarning(
+                f"plugin {listener.name!r} raised {error!r} in {event.hook} (phase "
+                f"{event.phase!r}, step {event.step}); hookgrad {action} "
+                f"(on_error={listener.config.on_error!r})"
+            ),
+            stacklevel=3,
+        )
+        if self.on_error_log is not None:
+            self.on_error_log(
+                plugin=listener.name, hook=event.hook, module="", phase=event.phase, error=error
+            )
+        if disable:
+            self.bridge.disabled.add(listener.name)
+            self.bridge.refresh()
+            self.refresh()
+
+
+def _selected(named: _Named, config: PluginConfig) -> tuple[tuple[str, Any], ...]:
+    """The (name, parameter) pairs whose owning module ``config`` selects."""
+    return tuple(
+        (name, p)
+        for name, p, module_name, module_type in named
+        if config.selects(module_name, module_type)
+    )

@@ -1,0 +1,452 @@
+"""``Runtime``: the one object that wires config, plugins, sinks, logging and the hook points.
+
+A runtime is built in two steps. Constructing it reads the config, loads, validates,
+constructs and registers the active plugins, opens the sinks and builds the logger; nothing
+global changes yet. :meth:`Runtime.start` configures the plugins and installs the hooks (the
+bridge's module hooks and the training-loop points); :meth:`Runtime.close` undoes all of it.
+``with Runtime(...) as rt:`` does both. :func:`configure` keeps one *default* runtime, the
+only state this module holds (:data:`_DEFAULT`).
+
+Which plugins are active (:func:`_active_plugins`), per ``[plugins.NAME]`` table in config
+order (``HOOKGRAD_PLUGINS=a,b`` adds tables ``{enabled = true}``):
+
+* a name listed in ``disable`` is never activated, whatever its table says;
+* a table with ``enabled = false`` is skipped without importing anything;
+* a table with ``class_path`` imports that class, entry point or not, autoload or not;
+* otherwise the name must be an entry point of ``hookgrad.plugins`` (an unknown name is a
+  ConfigError listing the available ones); a third-party one (not shipped by hookgrad) is
+  skipped with a PluginImportWarning when ``autoload`` is off (config or
+  ``HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD``).
+
+A plugin that fails to load warns and is skipped (``strict = true``: raises PluginLoadError).
+Installed plugins without a table are never activated: a gradient plugin changes training,
+so it runs only when named.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import types
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any, cast
+
+import pluggy
+from structlog.typing import FilteringBoundLogger
+
+from ..hookspecs import PROJECT_NAME, PluginConfig, PluginRecord, call_order, specs
+from ._bridge import HookBridge
+from ._config import EventsConfig, LoadedConfig, load_config, validate_plugin_table
+from ._discovery import (
+    LoadedPlugin,
+    PluginCatalog,
+    PluginImportWarning,
+    PluginLoadError,
+    load_class_path,
+)
+from ._errors import ConfigError, validate_model
+from ._logging import make_logger
+from ._loop import LoopHooks
+from ._sinks import JsonLinesSink, MemorySink, SinkSet
+
+__all__ = ["Runtime", "configure"]
+
+Source = str | os.PathLike[str] | Mapping[str, Any] | None
+
+
+class Runtime:
+    """Wires the services: config, plugins (pluggy), sinks, logger, hook bridge, loop points.
+
+    Args:
+        source: a config file, a dict, or None to look for ``hookgrad.toml``, then
+            ``[tool.hookgrad]`` in ``pyproject.toml``, then ``HOOKGRAD_CONFIG``.
+        overrides: code-level config, above the file and the environment.
+        environ: the environment to read (default ``os.environ``).
+        cwd: where config files and a relative ``events.jsonl`` path are looked up
+            (default: the current directory).
+        catalog: the installed plugins (default: the process-wide catalog, scanned once).
+
+    Raises:
+        ConfigError: a bad config value, a bad key in a plugin table, an unknown plugin name.
+        PluginLoadError: a plugin failed to load and ``strict = true``.
+    """
+
+    def __init__(
+        self,
+        source: Source = None,
+        *,
+        overrides: Mapping[str, Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        catalog: PluginCatalog | None = None,
+    ) -> None:
+        self._config = load_config(source, overrides=overrides, environ=environ, cwd=cwd)
+        self._pm = pluggy.PluginManager(PROJECT_NAME)
+        self._pm.add_hookspecs(specs)
+        self._plugins: dict[str, object] = {}
+        self._configs: dict[str, PluginConfig] = {}
+        for loaded in _active_plugins(self._config, catalog or _DEFAULT.catalog()):
+            name = loaded.source.name
+            model = cast(type[PluginConfig], loaded.config_model)
+            config = self._config.plugin_config(name, model)
+            self._add(name, loaded.create(config), config)
+        base = Path.cwd() if cwd is None else Path(cwd)
+        self._sinks, self._memory = _build_sinks(self._config.config.events, base)
+        self._log: FilteringBoundLogger = make_logger(self._config.config.log_level, self._sinks)
+        self._bridge = HookBridge(self._pm, self._configs, on_error_log=self._log_plugin_error)
+        self._loop = LoopHooks(
+            self._pm, self._configs, self._bridge, on_error_log=self._log_plugin_error
+        )
+        self._state = "built"  # -> "started" -> "closed"
+        self._configured: set[str] = set()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def pm(self) -> pluggy.PluginManager:
+        """The plugin manager (project ``"hookgrad"``, specs added)."""
+        return self._pm
+
+    @property
+    def config(self) -> LoadedConfig:
+        """The merged, validated configuration and where each value came from."""
+        return self._config
+
+    @property
+    def plugins(self) -> Mapping[str, object]:
+        """Registered plugin objects by name, in registration order (read-only view)."""
+        return MappingProxyType(self._plugins)
+
+    @property
+    def plugin_configs(self) -> Mapping[str, PluginConfig]:
+        """Each registered plugin's validated settings, by name (read-only view)."""
+        return MappingProxyType(self._configs)
+
+    @property
+    def sinks(self) -> SinkSet:
+        """Where records go; a plugin may ``add`` its own sink in ``hookgrad_configure``."""
+        return self._sinks
+
+    @property
+    def memory(self) -> MemorySink | None:
+        """The in-memory sink of ``events.memory = true``, else None."""
+        return self._memory
+
+    @property
+    def log(self) -> FilteringBoundLogger:
+        """The runtime's structlog logger; entries go to the sinks."""
+        return self._log
+
+    @property
+    def bridge(self) -> HookBridge:
+        """The module hook bridge (engine module hooks -> plugins)."""
+        return self._bridge
+
+    @property
+    def step(self) -> int:
+        """The training step: advances after each optimizer step, taken or vetoed."""
+        return self._bridge.step
+
+    @property
+    def started(self) -> bool:
+        return self._state == "started"
+
+    @property
+    def closed(self) -> bool:
+        return self._state == "closed"
+
+    # ------------------------------------------------------------------ plugins
+    def register(
+        self,
+        plugin: object,
+        *,
+        name: str | None = None,
+        config: PluginConfig | Mapping[str, Any] | None = None,
+    ) -> str:
+        """Activate a plugin object from code; returns the name it is registered under.
+
+        ``name`` defaults to the module's name or the class name. ``config`` is its settings
+        (a table is validated against the plugin's ``Config``); by default the plugin's own
+        ``config`` attribute if it is a PluginConfig, else its ``Config()`` defaults. On a
+        started runtime the plugin is configured at once and hears events from then on.
+        """
+        if name is None:
+            name = (
+                plugin.__name__ if isinstance(plugin, types.ModuleType) else type(plugin).__name__
+            )
+        self._add(name, plugin, _settings_of(name, plugin, config))
+        if self.started:
+            self._configure_plugins([name])
+            self._refresh()
+        return name
+
+    def unregister(self, name: str) -> object:
+        """Deactivate the plugin ``name`` (unconfigured first if configured); returns it."""
+        if name not in self._plugins:
+            raise KeyError(f"no plugin named {name!r}; registered: {', '.join(self._plugins)}")
+        if name in self._configured:
+            self._unconfigure_plugins([name])
+        plugin = self._pm.unregister(name=name)
+        del self._plugins[name], self._configs[name]
+        self._refresh()
+        return plugin
+
+    def watch(self, *modules: Any) -> None:
+        """Name optimizer parameters after these models (held weakly): ``fc.weight``.
+
+        Needed only when no plugin implements a module hook (then the bridge sees no model
+        called) and the optimizer was not built from ``named_parameters()``.
+        """
+        for module in modules:
+            self._loop.watch(module)
+
+    def _add(self, name: str, plugin: object, config: PluginConfig) -> None:
+        if name in self._plugins:
+            raise ValueError(f"a plugin named {name!r} is already registered")
+        self._pm.register(plugin, name=name)
+        try:
+            self._pm.check_pending()  # a misspelled hookgrad_* hook name fails here
+        except pluggy.PluginValidationError:
+            self._pm.unregister(name=name)
+            raise
+        self._plugins[name] = plugin
+        self._configs[name] = config
+
+    def _refresh(self) -> None:
+        self._bridge.refresh()
+        self._loop.refresh()
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> Runtime:
+        """Configure every plugin (call order), attach the bridge, install the loop points.
+
+        Idempotent. If a plugin's ``hookgrad_configure`` raises, the runtime closes and the
+        error propagates. A closed runtime cannot start again (RuntimeError).
+        """
+        if self._state == "started":
+            return self
+        if self._state == "closed":
+            raise RuntimeError("this Runtime is closed; build a new one")
+        self._state = "started"
+        try:
+            self._configure_plugins(self._plugins)
+            self._bridge.attach()
+            self._loop.attach()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Remove every hook, unconfigure the plugins (reverse order), close the sinks.
+
+        Idempotent. Every step runs even if a plugin's ``hookgrad_unconfigure`` raises; the
+        first such error is re-raised at the end.
+        """
+        if self._state == "closed":
+            return
+        self._state = "closed"
+        self._loop.detach()
+        self._bridge.detach()
+        try:
+            self._unconfigure_plugins(self._configured)
+        finally:
+            self._sinks.flush()
+            self._sinks.close()
+            _DEFAULT.forget(self)
+
+    def _configure_plugins(self, names: Iterable[str]) -> None:
+        wanted = set(names)
+        for impl in call_order(self._pm, "hookgrad_configure"):
+            if impl.plugin_name in wanted:
+                self._configured.add(impl.plugin_name)
+                _call(impl, runtime=self)
+        self._configured |= wanted
+
+    def _unconfigure_plugins(self, names: Iterable[str]) -> None:
+        wanted = set(names)
+        first: BaseException | None = None
+        for impl in reversed(call_order(self._pm, "hookgrad_unconfigure")):
+            if impl.plugin_name in wanted:
+                try:
+                    _call(impl, runtime=self)
+                except Exception as error:
+                    self._log.error("unconfigure_error", plugin=impl.plugin_name, error=repr(error))
+                    first = first or error
+        self._configured -= wanted
+        if first is not None:
+            raise first
+
+    def __enter__(self) -> Runtime:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is not None and not self.closed:
+            self._log.error("exception", error=repr(exc), exc_info=(exc_type, exc, tb))
+        self.close()
+
+    # ------------------------------------------------------------------ records
+    def emit(self, record: PluginRecord | Mapping[str, Any]) -> None:
+        """Write a plugin's record to the sinks (a dict is validated as a PluginRecord).
+
+        ``step`` defaults to the runtime's step. Raises pydantic's ValidationError on a
+        record that is not PluginRecord-shaped.
+        """
+        if not isinstance(record, PluginRecord):
+            record = PluginRecord.model_validate({"step": self.step, **record})
+        self._sinks.write(record.model_dump(mode="json"))
+
+    def _log_plugin_error(
+        self, *, plugin: str, hook: str, module: str, phase: str, error: BaseException
+    ) -> None:
+        self._log.error(
+            "plugin_error",
+            plugin=plugin,
+            hook=hook,
+            module=module,
+            phase=phase,
+            step=self.step,
+            error=repr(error),
+        )
+
+    def __repr__(self) -> str:
+        return f"<Runtime {self._state} plugins={list(self._plugins)} step={self.step}>"
+
+
+# ---------------------------------------------------------------------- the default runtime
+class _DefaultRuntime:
+    """The default runtime of :func:`configure` and the process-wide plugin catalog."""
+
+    __slots__ = ("_catalog", "runtime")
+
+    def __init__(self) -> None:
+        self.runtime: Runtime | None = None
+        self._catalog: PluginCatalog | None = None
+
+    def catalog(self) -> PluginCatalog:
+        """The installed plugins; the entry points are scanned on first use only."""
+        if self._catalog is None:
+            self._catalog = PluginCatalog()
+        return self._catalog
+
+    def forget(self, runtime: Runtime) -> None:
+        if self.runtime is runtime:
+            self.runtime = None
+
+
+_DEFAULT = _DefaultRuntime()
+
+
+def configure(source: Source = None, **overrides: Any) -> Runtime:
+    """Set up the default runtime: build it, close the previous default one, start it.
+
+    ``source`` as for :class:`Runtime`; keyword arguments are code overrides
+    (``configure(plugins={"grad_clip": {"max_norm": 1.0}})``). The returned runtime also
+    works as a context manager that undoes everything on exit. If building fails, the
+    previous default runtime stays as it was.
+    """
+    runtime = Runtime(source, overrides=overrides or None)
+    previous = _DEFAULT.runtime
+    if previous is not None:
+        previous.close()
+    runtime.start()
+    _DEFAULT.runtime = runtime
+    return runtime
+
+
+# ---------------------------------------------------------------------- helpers
+def _call(impl: pluggy.HookImpl, **kwargs: Any) -> Any:
+    """Call one implementation with the keyword arguments it names (as pluggy does)."""
+    return impl.function(**{name: kwargs[name] for name in impl.argnames if name in kwargs})
+
+
+def _settings_of(
+    name: str, plugin: object, config: PluginConfig | Mapping[str, Any] | None
+) -> PluginConfig:
+    """A code-registered plugin's settings (see :meth:`Runtime.register`)."""
+    model = getattr(plugin, "Config", None)
+    if not (isinstance(model, type) and issubclass(model, PluginConfig)):
+        model = PluginConfig
+    if config is None:
+        own = getattr(plugin, "config", None)
+        return own if isinstance(own, PluginConfig) else model()
+    if isinstance(config, PluginConfig):
+        return config
+    return validate_plugin_table(name, config, model)
+
+
+def _build_sinks(events: EventsConfig, base: Path) -> tuple[SinkSet, MemorySink | None]:
+    sinks = SinkSet()
+    memory = None
+    if events.jsonl is not None:
+        sinks.add(JsonLinesSink(base / events.jsonl))
+    if events.memory:
+        memory = MemorySink()
+        sinks.add(memory)
+    return sinks, memory
+
+
+def _active_plugins(loaded: LoadedConfig, catalog: PluginCatalog) -> list[LoadedPlugin]:
+    """The plugins to activate, loaded, in config order (rules in the module docstring)."""
+    config = loaded.config
+    active = []
+    for name, table in config.plugins.items():
+        if name in config.disable or table.get("enabled", True) is False:
+            continue
+        try:
+            plugin = _load(loaded, catalog, name, table)
+        except PluginLoadError as error:
+            if config.strict:
+                raise
+            warnings.warn(str(error), PluginImportWarning, stacklevel=4)
+            continue
+        active.append(plugin)
+    return active
+
+
+def _load(
+    loaded: LoadedConfig, catalog: PluginCatalog, name: str, table: Mapping[str, Any]
+) -> LoadedPlugin:
+    """Load one named plugin (PluginLoadError for a third-party one when autoload is off)."""
+    if "class_path" in table:
+        checked = validate_model(
+            PluginConfig, {"class_path": table["class_path"]}, loaded._origin, ("plugins", name)
+        )
+        if checked.class_path is not None:
+            return load_class_path(name, checked.class_path)
+    sources = catalog.sources()
+    if name not in sources:
+        raise _unknown_plugin(loaded, name, sorted(sources))
+    source = sources[name]
+    if not source.builtin and not loaded.config.autoload:
+        setter = loaded._origin(("autoload",)).label
+        raise PluginLoadError(
+            name,
+            source.describe(),
+            f"third-party plugins are not loaded: autoload is off (set by {setter}); "
+            "give its table a class_path to load it anyway",
+        )
+    return catalog.load(name)
+
+
+def _unknown_plugin(loaded: LoadedConfig, name: str, available: list[str]) -> ConfigError:
+    origin = loaded._origin(("plugins", name))
+    header = ".".join((*origin.prefix, "plugins", name))
+    close = difflib.get_close_matches(name, available, n=1)
+    guess = f"did you mean {close[0]!r}? " if close else ""
+    listing = ", ".join(available) if available else "none installed"
+    return ConfigError(
+        f"{origin.where}: unknown plugin {name!r} ([{header}]); {guess}available plugins: "
+        f"{listing} (a plugin without entry point needs a class_path)",
+        path=origin.path,
+        table="plugins",
+        key=name,
+        valid_keys=available,
+    )

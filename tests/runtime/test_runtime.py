@@ -1,0 +1,546 @@
+"""hookgrad.Runtime and hookgrad.configure: activation rules, lifecycle, training-loop points."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hookgrad
+from hookgrad import nn, optim
+from hookgrad.autograd._observers import BACKWARD_OBSERVERS
+from hookgrad.hookspecs import PluginConfig, hookimpl
+from hookgrad.nn.modules._global_hooks import GLOBAL_HOOKS
+from hookgrad.optim import _hooks as optim_hooks
+from hookgrad.runtime import (
+    ConfigError,
+    PluginCatalog,
+    PluginHookWarning,
+    PluginImportWarning,
+    PluginLoadError,
+    Runtime,
+)
+from hookgrad.runtime._runtime import _DEFAULT
+
+
+@dataclass
+class _Dist:
+    metadata: dict[str, str]
+    version: str
+
+
+@dataclass
+class _EntryPoint:
+    """A stand-in for importlib.metadata.EntryPoint with its distribution attached."""
+
+    name: str
+    value: str
+    dist: Any
+
+    def load(self) -> Any:
+        module_name, _, attribute = self.value.partition(":")
+        module = __import__(module_name, fromlist=["_"])
+        return getattr(module, attribute) if attribute else module
+
+
+PLUGINS = """
+from hookgrad.hookspecs import PluginConfig, hookimpl
+
+CALLS = []
+
+class Recorder:
+    class Config(PluginConfig):
+        tag: str = "r"
+
+    def __init__(self, config):
+        self.config = config
+
+    @hookimpl
+    def hookgrad_configure(self, runtime):
+        CALLS.append(("configure", self.config.tag))
+
+    @hookimpl
+    def hookgrad_unconfigure(self, runtime):
+        CALLS.append(("unconfigure", self.config.tag))
+
+class Scaler:
+    class Config(PluginConfig):
+        factor: float = 2.0
+
+    def __init__(self, config):
+        self.config = config
+"""
+
+
+@pytest.fixture
+def plugin_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A fresh importable module of sample plugins (and a broken one)."""
+    name = f"runtime_plugins_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(PLUGINS))
+    (tmp_path / "broken_rt_plugin.py").write_text("raise ImportError('missing: scipy')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = __import__(name)
+    yield module
+    sys.modules.pop(name, None)
+    sys.modules.pop("broken_rt_plugin", None)
+
+
+@pytest.fixture
+def catalog(plugin_module: Any) -> PluginCatalog:
+    """recorder and broken are third-party (gradtools); scaler ships with hookgrad."""
+    third_party = _Dist({"Name": "gradtools"}, "1.4")
+    own = _Dist({"Name": "hookgrad"}, "0.1.0")
+    name = plugin_module.__name__
+    entries = [
+        _EntryPoint("recorder", f"{name}:Recorder", third_party),
+        _EntryPoint("scaler", f"{name}:Scaler", own),
+        _EntryPoint("broken", "broken_rt_plugin:Plugin", third_party),
+    ]
+    return PluginCatalog(lambda: entries)  # type: ignore[arg-type,return-value]
+
+
+@pytest.fixture(autouse=True)
+def _no_default_runtime() -> Any:
+    """Every test starts and ends without a default runtime."""
+    yield
+    if _DEFAULT.runtime is not None:
+        _DEFAULT.runtime.close()
+
+
+def _isolated(**overrides: Any) -> Runtime:
+    return Runtime(overrides, environ={}, catalog=PluginCatalog(tuple))
+
+
+def _hook_tables_empty() -> bool:
+    tables = [
+        GLOBAL_HOOKS.forward_pre,
+        GLOBAL_HOOKS.forward,
+        GLOBAL_HOOKS.backward_pre,
+        GLOBAL_HOOKS.backward,
+        optim_hooks._optimizer_step_gates,
+        optim_hooks._global_optimizer_pre_hooks,
+        optim_hooks._global_optimizer_post_hooks,
+        BACKWARD_OBSERVERS,
+    ]
+    return not any(tables)
+
+
+# ---------------------------------------------------------------------- activation
+def test_dict_source_activates_named_plugins_in_config_order(catalog):
+    """Only plugins with a table are active, in table order, each with its validated Config."""
+    rt = Runtime(
+        {"plugins": {"scaler": {"factor": 0.5}, "recorder": {"tag": "a"}}},
+        environ={},
+        catalog=catalog,
+    )
+    assert list(rt.plugins) == ["scaler", "recorder"]
+    assert rt.plugins["scaler"].config.factor == 0.5
+    assert rt.plugin_configs["recorder"].tag == "a"
+    rt.close()
+
+
+def test_toml_file_activates_plugin(tmp_path, catalog):
+    """A [plugins.scaler] table in hookgrad.toml activates scaler with its settings."""
+    (tmp_path / "hookgrad.toml").write_text("[plugins.scaler]\nfactor = 4.0\n")
+    rt = Runtime(cwd=tmp_path, environ={}, catalog=catalog)
+    assert rt.config.path == tmp_path / "hookgrad.toml"
+    assert rt.plugins["scaler"].config.factor == 4.0
+    rt.close()
+
+
+def test_disable_blocks_a_plugin_enabled_by_table_and_environment(catalog):
+    """disable = [...] wins over a table and over HOOKGRAD_PLUGINS."""
+    rt = Runtime(
+        {"disable": ["scaler"], "plugins": {"scaler": {}}},
+        environ={"HOOKGRAD_PLUGINS": "recorder,scaler"},
+        catalog=catalog,
+    )
+    assert list(rt.plugins) == ["recorder"]
+    rt.close()
+
+
+def test_autoload_off_skips_third_party_plugins_only(catalog):
+    """With autoload off a third-party plugin is skipped with a warning; built-ins still load."""
+    source = {"plugins": {"recorder": {}, "scaler": {}}}
+    environ = {"HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    with pytest.warns(
+        PluginImportWarning, match=r"'recorder'.*autoload is off \(set by env HOOKGRAD_DISABLE"
+    ):
+        rt = Runtime(source, environ=environ, catalog=catalog)
+    assert list(rt.plugins) == ["scaler"]
+    rt.close()
+    with pytest.raises(PluginLoadError, match="autoload is off"):
+        Runtime({**source, "strict": True, "autoload": False}, environ={}, catalog=catalog)
+
+
+def test_class_path_activates_a_plugin_without_entry_point(plugin_module, catalog):
+    """class_path loads a plugin that has no entry point, even with autoload off."""
+    table = {"class_path": f"{plugin_module.__name__}:Recorder", "tag": "x"}
+    rt = Runtime({"autoload": False, "plugins": {"mine": table}}, environ={}, catalog=catalog)
+    assert rt.plugins["mine"].config.tag == "x"
+    assert rt.plugin_configs["mine"].class_path == table["class_path"]
+    rt.close()
+
+
+def test_enabled_false_turns_a_plugin_off_without_importing_it(catalog):
+    """enabled = false skips the plugin: the broken one is never imported, nothing warns."""
+    source = {"plugins": {"broken": {"enabled": False}, "scaler": {"enabled": False}}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rt = Runtime(source, environ={}, catalog=catalog)
+    assert dict(rt.plugins) == {}
+    rt.close()
+
+
+def test_broken_plugin_warns_and_the_others_load(catalog):
+    """A plugin that fails to import is skipped with a warning naming its distribution."""
+    with pytest.warns(PluginImportWarning, match=r"broken_rt_plugin:Plugin in gradtools 1\.4"):
+        rt = Runtime({"plugins": {"broken": {}, "scaler": {}}}, environ={}, catalog=catalog)
+    assert list(rt.plugins) == ["scaler"]
+    rt.close()
+
+
+def test_unknown_plugin_lists_the_available_ones(tmp_path, catalog):
+    """A table for an uninstalled plugin is a ConfigError naming the file and the plugins."""
+    (tmp_path / "hookgrad.toml").write_text("[plugins.scalr]\nfactor = 3.0\n")
+    with pytest.raises(
+        ConfigError,
+        match=r"^hookgrad\.toml: unknown plugin 'scalr' \(\[plugins\.scalr\]\); did you mean "
+        r"'scaler'\? available plugins: broken, recorder, scaler",
+    ) as info:
+        Runtime(cwd=tmp_path, environ={}, catalog=catalog)
+    assert (info.value.path, info.value.table, info.value.key) == (
+        tmp_path / "hookgrad.toml",
+        "plugins",
+        "scalr",
+    )
+    assert info.value.valid_keys == ("broken", "recorder", "scaler")
+
+
+def test_bad_key_in_a_plugin_table_names_file_table_and_key(tmp_path, catalog):
+    """A typo inside [plugins.scaler] fails against the plugin's Config, naming all three."""
+    (tmp_path / "hookgrad.toml").write_text("[plugins.scaler]\nfactr = 3.0\n")
+    with pytest.raises(
+        ConfigError,
+        match=r"^hookgrad\.toml: unknown key 'factr' in \[plugins\.scaler\]; did you mean "
+        r"'factor'\?",
+    ) as info:
+        Runtime(cwd=tmp_path, environ={}, catalog=catalog)
+    assert (info.value.table, info.value.key) == ("plugins.scaler", "factr")
+
+
+# ---------------------------------------------------------------------- lifecycle
+class _Lifecycle:
+    class Config(PluginConfig):
+        pass
+
+    def __init__(self, tag: str, calls: list[tuple[str, str]]) -> None:
+        self.tag, self.calls = tag, calls
+
+    @hookimpl
+    def hookgrad_configure(self, runtime: Runtime) -> None:
+        self.calls.append(("configure", self.tag))
+
+    @hookimpl
+    def hookgrad_unconfigure(self) -> None:
+        self.calls.append(("unconfigure", self.tag))
+
+
+class _Early(_Lifecycle):
+    @hookimpl(tryfirst=True)
+    def hookgrad_configure(self, runtime: Runtime) -> None:
+        self.calls.append(("configure", self.tag))
+
+    @hookimpl(tryfirst=True)
+    def hookgrad_unconfigure(self) -> None:
+        self.calls.append(("unconfigure", self.tag))
+
+
+def test_configure_in_call_order_and_unconfigure_in_reverse():
+    """Configure runs tryfirst then registration order; unconfigure the exact reverse."""
+    calls: list[tuple[str, str]] = []
+    rt = _isolated()
+    rt.register(_Lifecycle("first", calls), name="first")
+    rt.register(_Lifecycle("second", calls), name="second")
+    rt.register(_Early("early", calls), name="early")
+    rt.start()
+    rt.start()  # idempotent
+    rt.close()
+    rt.close()  # idempotent
+    assert calls == [
+        ("configure", "early"),
+        ("configure", "first"),
+        ("configure", "second"),
+        ("unconfigure", "second"),
+        ("unconfigure", "first"),
+        ("unconfigure", "early"),
+    ]
+    with pytest.raises(RuntimeError, match="closed"):
+        rt.start()
+
+
+class _Everything:
+    """Implements every event hook, returning nothing."""
+
+    class Config(PluginConfig):
+        pass
+
+    def __init__(self) -> None:
+        self.phases: list[str] = []
+
+    @hookimpl
+    def hookgrad_forward_pre(self, event: Any) -> None:
+        self.phases.append(event.phase)
+
+    @hookimpl
+    def hookgrad_full_backward(self, event: Any) -> None:
+        self.phases.append(event.phase)
+
+    @hookimpl
+    def hookgrad_backward_begin(self, event: Any) -> None:
+        self.phases.append(event.phase)
+
+    @hookimpl
+    def hookgrad_backward_end(self, event: Any) -> None:
+        self.phases.append(event.phase)
+
+    @hookimpl
+    def hookgrad_optimizer_step_pre(self, event: Any) -> None:
+        self.phases.append(event.phase)
+
+    @hookimpl
+    def hookgrad_optimizer_step_post(self, event: Any) -> None:
+        self.phases.append(event.phase)
+
+
+def test_context_manager_installs_and_then_removes_every_hook():
+    """Inside `with` the hooks are installed; on exit every global table is empty again."""
+    assert _hook_tables_empty()
+    plugin = _Everything()
+    rt = _isolated()
+    rt.register(plugin, name="everything")
+    model = nn.Linear(2, 1)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    x = hookgrad.tensor([[1.0, 2.0]], requires_grad=True)
+    with rt:
+        assert not _hook_tables_empty()
+        model(x).sum().backward()
+        opt.step()
+    assert _hook_tables_empty()
+    assert plugin.phases == [
+        "forward_pre",
+        "backward_begin",
+        "backward",
+        "backward_end",
+        "optimizer_step_pre",
+        "optimizer_step_post",
+    ]
+    model(x).sum().backward()
+    assert len(plugin.phases) == 6  # nothing after close
+    assert rt.closed
+
+
+def test_exception_in_the_block_is_logged_then_the_runtime_closes():
+    """An exception leaving `with` is written as an error record and the runtime is closed."""
+    rt = _isolated(events={"memory": True})
+    with pytest.raises(ValueError, match="boom"), rt:
+        raise ValueError("boom")
+    assert rt.closed and _hook_tables_empty()
+    assert rt.memory is not None
+    (record,) = rt.memory.records
+    assert (record["event"], record["level"], record["error"]) == (
+        "exception",
+        "error",
+        "ValueError('boom')",
+    )
+    assert "Traceback" in record["exception"]
+
+
+# ---------------------------------------------------------------------- training loop
+class _SeedScaler:
+    class Config(PluginConfig):
+        factor: float = 2.0
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.ended: list[list[float]] = []
+
+    @hookimpl
+    def hookgrad_backward_begin(self, event: Any) -> Any:
+        if event.gradient is None:
+            return hookgrad.full_like(event.loss, self.config.factor)
+        return event.gradient * self.config.factor
+
+    @hookimpl
+    def hookgrad_backward_end(self, event: Any) -> None:
+        self.ended.append(event.loss.detach().numpy().tolist())
+
+
+def test_backward_begin_replacing_the_seed_doubles_the_gradients():
+    """A seed of 2 instead of 1 doubles every gradient; an explicit seed is doubled too."""
+    plugin = _SeedScaler(_SeedScaler.Config())
+    x = hookgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with _isolated() as rt:
+        rt.register(plugin, name="scaler")
+        (x * x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0, 12.0])
+        x.grad = None
+        (x * 3.0).backward(hookgrad.tensor([1.0, 0.0, 2.0]))
+        np.testing.assert_allclose(x.grad.numpy(), [6.0, 0.0, 12.0])
+    x.grad = None
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+
+
+def test_backward_end_fires_once_per_backward_but_not_for_autograd_grad():
+    """backward_end fires after each backward; autograd.grad notifies nobody."""
+    plugin = _SeedScaler(_SeedScaler.Config(factor=1.0))
+    x = hookgrad.tensor([1.0, 2.0], requires_grad=True)
+    with _isolated() as rt:
+        rt.register(plugin, name="scaler")
+        (x * x).sum().backward()
+        (g,) = hookgrad.autograd.grad((x * x).sum(), x)
+    assert plugin.ended == [5.0]
+    np.testing.assert_allclose(g.numpy(), [2.0, 4.0])
+
+
+class _Veto:
+    class Config(PluginConfig):
+        pass
+
+    def __init__(self) -> None:
+        self.pre: list[tuple[int, list[str]]] = []
+        self.post: list[tuple[int, bool, str | None]] = []
+
+    @hookimpl
+    def hookgrad_optimizer_step_pre(self, event: Any) -> Any:
+        self.pre.append((event.step, [name for name, _ in event.parameters]))
+        return False if event.step == 0 else None
+
+    @hookimpl
+    def hookgrad_optimizer_step_post(self, event: Any) -> None:
+        self.post.append((event.step, event.skipped, event.vetoed_by))
+
+
+def test_optimizer_step_pre_veto_skips_the_update_and_the_step_still_advances():
+    """A False from step_pre leaves the parameters alone; step counts vetoed steps too."""
+    model = nn.Sequential(nn.Linear(2, 1))
+    model[0].weight = nn.Parameter(hookgrad.tensor([[1.0, -1.0]]))
+    model[0].bias = nn.Parameter(hookgrad.tensor([0.5]))
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    plugin = _Veto()
+    with _isolated() as rt:
+        rt.register(plugin, name="veto")
+        rt.watch(model)
+        model(hookgrad.tensor([[2.0, 3.0]])).sum().backward()  # d/dw = [2, 3], d/db = 1
+        opt.step()
+        np.testing.assert_allclose(model[0].weight.detach().numpy(), [[1.0, -1.0]])
+        assert rt.step == 1
+        opt.step()
+        np.testing.assert_allclose(model[0].weight.detach().numpy(), [[0.8, -1.3]])
+        np.testing.assert_allclose(model[0].bias.detach().numpy(), [0.4])
+        assert rt.step == 2
+    assert plugin.pre == [(0, ["0.weight", "0.bias"]), (1, ["0.weight", "0.bias"])]
+    assert plugin.post == [(0, True, "veto"), (1, False, None)]
+
+
+def test_parameters_are_named_from_named_parameters_or_by_index():
+    """Without a watched model, names come from the optimizer's param_names, else param{i}."""
+    model = nn.Linear(2, 1)
+    plugin = _Veto()
+    with _isolated() as rt:
+        rt.register(plugin, name="veto")
+        optim.SGD(model.named_parameters(), lr=0.1).step()
+        optim.SGD(model.parameters(), lr=0.1).step()
+    assert plugin.pre == [(0, ["weight", "bias"]), (1, ["param0", "param1"])]
+
+
+class _Faulty:
+    class Config(PluginConfig):
+        pass
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    @hookimpl
+    def hookgrad_forward(self, event: Any) -> None:
+        raise ValueError("bad forward")
+
+    @hookimpl
+    def hookgrad_backward_end(self, event: Any) -> None:
+        raise ZeroDivisionError("bad end")
+
+
+def test_a_warn_plugin_error_is_written_to_the_jsonl_sink(tmp_path):
+    """on_error="warn": training goes on and events.jsonl keeps one error record per raise."""
+    path = tmp_path / "logs" / "events.jsonl"
+    x = hookgrad.tensor([[1.0, 2.0]])
+    model = nn.Linear(2, 1)
+    with _isolated(events={"jsonl": str(path)}) as rt:
+        rt.register(_Faulty(_Faulty.Config(on_error="warn")), name="faulty")
+        with pytest.warns(PluginHookWarning):
+            model(x).sum().backward()
+    assert model.weight.grad is not None
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["event"], r["level"], r["plugin"], r["hook"], r["phase"]) for r in records] == [
+        ("plugin_error", "error", "faulty", "hookgrad_forward", "forward"),
+        ("plugin_error", "error", "faulty", "hookgrad_backward_end", "backward_end"),
+    ]
+    assert records[1]["error"] == "ZeroDivisionError('bad end')"
+
+
+def test_emit_writes_a_plugin_record_stamped_with_the_step():
+    """runtime.emit validates a PluginRecord-shaped dict and writes its JSON form."""
+    with _isolated(events={"memory": True}) as rt:
+        rt.emit({"plugin": "grad_clip", "kind": "clip", "data": {"pre_norm": 3.0}})
+    assert rt.memory is not None
+    assert rt.memory.records == [
+        {
+            "plugin": "grad_clip",
+            "kind": "clip",
+            "step": 0,
+            "module_name": None,
+            "data": {"pre_norm": 3.0},
+        }
+    ]
+
+
+# ---------------------------------------------------------------------- the default runtime
+def test_configure_replaces_the_previous_default_runtime(plugin_module):
+    """hookgrad.configure closes the previous default runtime (unconfiguring its plugins)."""
+    table = {"class_path": f"{plugin_module.__name__}:Recorder"}
+    first = hookgrad.configure({"plugins": {"mine": {**table, "tag": "1"}}})
+    second = hookgrad.configure({"plugins": {"mine": {**table, "tag": "2"}}})
+    assert first.closed and second.started and _DEFAULT.runtime is second
+    assert plugin_module.CALLS == [("configure", "1"), ("unconfigure", "1"), ("configure", "2")]
+    with hookgrad.configure({}, log_level="info") as third:
+        assert second.closed and third.config.config.log_level == "info"
+    assert _DEFAULT.runtime is None and _hook_tables_empty()
+
+
+def test_a_failing_configure_keeps_the_previous_default_runtime():
+    """If the new config is bad, the running default runtime is left as it was."""
+    first = hookgrad.configure({})
+    with pytest.raises(ConfigError, match="autoload"):
+        hookgrad.configure({}, autoload="yes")
+    assert first.started and _DEFAULT.runtime is first
+
+
+def test_import_hookgrad_does_not_import_the_runtime():
+    """import hookgrad leaves hookgrad.runtime unimported; hookgrad.Runtime imports it."""
+    probe = (
+        "import sys, hookgrad; a = 'hookgrad.runtime' in sys.modules; hookgrad.Runtime; "
+        "print(a, 'hookgrad.runtime' in sys.modules, 'hookgrad.hookspecs' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["False", "True", "True"]
