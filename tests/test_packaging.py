@@ -31,6 +31,9 @@ import structlog
 print(json.dumps({
     "structlog_configured": structlog.is_configured(),
     "plugin_modules": sorted(m for m in sys.modules if m.startswith("hookgrad.plugins")),
+    "cli_modules": sorted(
+        m for m in sys.modules if m.split(".")[0] == "click" or m in {"hookgrad.cli", "hookgrad._demo"}
+    ),
     "root_handlers": [repr(h) for h in logging.getLogger().handlers],
     "root_level": logging.getLogger().level,
 }))
@@ -103,6 +106,11 @@ def test_import_does_not_configure_structlog(import_probe: dict[str, Any]) -> No
 def test_import_loads_no_plugins(import_probe: dict[str, Any]) -> None:
     """import hookgrad imports no hookgrad.plugins module: plugins load lazily."""
     assert import_probe["plugin_modules"] == []
+
+
+def test_import_does_not_load_the_command_line(import_probe: dict[str, Any]) -> None:
+    """import hookgrad imports neither click nor hookgrad.cli: only the command needs them."""
+    assert import_probe["cli_modules"] == []
 
 
 def test_import_adds_no_logging_handlers(import_probe: dict[str, Any]) -> None:

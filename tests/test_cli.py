@@ -1,0 +1,389 @@
+"""The hookgrad command: --version, plugins, config check/show, demo (click's CliRunner)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from hookgrad.cli import CliState, main
+from hookgrad.runtime import PluginCatalog
+
+PLUGINS = """
+from hookgrad.hookspecs import PluginConfig, hookimpl
+
+class Scaler:
+    class Config(PluginConfig):
+        factor: float = 2.0
+
+    def __init__(self, config):
+        self.config = config
+
+    @hookimpl
+    def hookgrad_full_backward(self, event):
+        return None
+
+    @hookimpl(specname="hookgrad_backward_end")
+    def finish(self, event):
+        return None
+
+    def hookgrad_forward(self, event):  # no @hookimpl: pluggy would not register it
+        return None
+
+@hookimpl
+def hookgrad_optimizer_step_pre(event):
+    return None
+"""
+
+
+@dataclass
+class _Dist:
+    """The two things discovery reads from a distribution."""
+
+    metadata: dict[str, str]
+    version: str
+
+
+@dataclass
+class _EntryPoint:
+    """A stand-in for importlib.metadata.EntryPoint with its distribution attached."""
+
+    name: str
+    value: str
+    dist: Any
+
+    def load(self) -> Any:
+        module_name, _, attribute = self.value.partition(":")
+        module = __import__(module_name, fromlist=["_"])
+        return getattr(module, attribute) if attribute else module
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run in an empty directory with no HOOKGRAD_* variable from the shell."""
+    for name in list(os.environ):
+        if name.startswith("HOOKGRAD_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PluginCatalog]:
+    """A catalog of three plugins: a third-party class, a built-in module, a broken one."""
+    modules = tmp_path / "plugin_src"
+    modules.mkdir()
+    name = f"cli_plugins_{tmp_path.name.replace('-', '_')}"
+    (modules / f"{name}.py").write_text(textwrap.dedent(PLUGINS))
+    (modules / "cli_broken.py").write_text("raise ImportError('missing dependency: scipy')\n")
+    monkeypatch.syspath_prepend(str(modules))
+    entries = [
+        _EntryPoint("scaler", f"{name}:Scaler", _Dist({"Name": "gradtools"}, "1.4")),
+        _EntryPoint("steps", name, _Dist({"Name": "hookgrad"}, "0.1.0")),
+        _EntryPoint("broken", "cli_broken:Plugin", _Dist({"Name": "brokentools"}, "0.2")),
+    ]
+    yield PluginCatalog(lambda: entries)  # type: ignore[arg-type, return-value]
+    sys.modules.pop(name, None)
+    sys.modules.pop("cli_broken", None)
+
+
+def _run(args: list[str], catalog: PluginCatalog | None = None) -> Result:
+    state = CliState() if catalog is None else CliState(catalog=catalog)
+    return CliRunner().invoke(main, args, obj=state)
+
+
+def _rows(output: str) -> dict[str, list[str]]:
+    """The plugin table's rows by name, cells split on runs of two or more spaces."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("NAME "))
+    rows = [re.split(r"\s{2,}", line) for line in lines[start + 1 :] if line[:1].isalnum()]
+    return {row[0]: row[1:] for row in rows}
+
+
+# --------------------------------------------------------------------------------------------
+# --version, python -m hookgrad, the console script
+# --------------------------------------------------------------------------------------------
+
+
+def test_version_names_the_installed_distribution() -> None:
+    """hookgrad --version prints 'hookgrad <version>', the version pip installed."""
+    result = _run(["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"hookgrad {metadata.version('hookgrad')}\n"
+
+
+def test_python_dash_m_and_console_script_run(tmp_path: Path) -> None:
+    """python -m hookgrad and the installed hookgrad script (beside sys.executable) both run."""
+    script = Path(sys.executable).parent / "hookgrad"
+    for command in ([sys.executable, "-m", "hookgrad"], [str(script)]):
+        done = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, cwd=tmp_path, check=False
+        )
+        assert (done.returncode, done.stdout) == (0, f"hookgrad {metadata.version('hookgrad')}\n")
+
+
+# --------------------------------------------------------------------------------------------
+# hookgrad plugins
+# --------------------------------------------------------------------------------------------
+
+
+def test_plugins_lists_source_kind_status_and_hooks(catalog: PluginCatalog, tmp_path: Path) -> None:
+    """Each plugin's row: distribution and version, built-in or not, status, pluggy's hooks."""
+    (tmp_path / "hookgrad.toml").write_text("[plugins.scaler]\nfactor = 0.5\n")
+    result = _run(["plugins"], catalog)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == "hookgrad 0.1.0; config: hookgrad.toml"
+    assert _rows(result.output) == {
+        "broken": [
+            "brokentools 0.2",
+            "third-party",
+            "off (no [plugins.broken] table)",
+            "import failed: ImportError('missing dependency: scipy')",
+        ],
+        "scaler": [
+            "gradtools 1.4",
+            "third-party",
+            "enabled",
+            "hookgrad_backward_end, hookgrad_full_backward",
+        ],
+        "steps": [
+            "hookgrad 0.1.0",
+            "built-in",
+            "off (no [plugins.steps] table)",
+            "hookgrad_optimizer_step_pre",
+        ],
+    }
+
+
+def test_plugins_status_follows_disable_enabled_and_autoload(
+    catalog: PluginCatalog, tmp_path: Path
+) -> None:
+    """disable and enabled = false switch plugins off; autoload = false blocks third-party only."""
+    config = tmp_path / "custom.toml"
+    config.write_text(
+        textwrap.dedent(
+            """
+            autoload = false
+            disable = ["broken"]
+            [plugins.scaler]
+            [plugins.steps]
+            enabled = false
+            """
+        )
+    )
+    result = _run(["plugins", "--config", str(config)], catalog)
+    assert result.exit_code == 0, result.output
+    status = {name: cells[2] for name, cells in _rows(result.output).items()}
+    assert status == {
+        "broken": "disabled (listed in disable)",
+        "scaler": "blocked (autoload off)",
+        "steps": "disabled (enabled = false)",
+    }
+
+
+def test_plugins_env_var_enables_a_plugin(
+    catalog: PluginCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HOOKGRAD_PLUGINS=steps enables the built-in steps with no config file."""
+    monkeypatch.setenv("HOOKGRAD_PLUGINS", "steps")
+    result = _run(["plugins"], catalog)
+    assert _rows(result.output)["steps"][2] == "enabled"
+    assert "config: no config file (defaults)" in result.output
+
+
+def test_plugins_names_tables_without_an_installed_plugin(
+    catalog: PluginCatalog, tmp_path: Path
+) -> None:
+    """A [plugins.NAME] table with no entry point gets a line: class_path, or not installed."""
+    (tmp_path / "hookgrad.toml").write_text(
+        '[plugins.mine]\nclass_path = "pkg.mod:Mine"\n[plugins.scalr]\n'
+    )
+    lines = _run(["plugins"], catalog).output.splitlines()
+    assert lines[-2:] == [
+        "hookgrad.toml: [plugins.mine] has no entry point; loaded from class_path pkg.mod:Mine",
+        "hookgrad.toml: [plugins.scalr] names no installed plugin "
+        "(available: broken, scaler, steps)",
+    ]
+
+
+def test_plugins_with_none_installed_says_how_to_install() -> None:
+    """An empty entry-point group prints one line saying so and how a plugin declares itself."""
+    result = _run(["plugins"], PluginCatalog(lambda: []))
+    assert result.exit_code == 0
+    assert result.output.splitlines()[1].startswith(
+        "no plugins installed: the entry-point group 'hookgrad.plugins' is empty."
+    )
+    assert '[project.entry-points."hookgrad.plugins"]' in result.output
+
+
+def test_plugins_with_a_broken_config_exits_2() -> None:
+    """plugins --config with a bad value prints the ConfigError and exits 2."""
+    Path("bad.toml").write_text('autoload = "yes"\n')
+    result = _run(["plugins", "--config", "bad.toml"], PluginCatalog(lambda: []))
+    assert result.exit_code == 2
+    assert "bad.toml: invalid value for 'autoload' at the top level" in result.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# hookgrad config check
+# --------------------------------------------------------------------------------------------
+
+
+def test_config_check_ok_names_the_file(catalog: PluginCatalog, tmp_path: Path) -> None:
+    """A valid file (its plugin tables included) gives exit 0 and one OK line naming it."""
+    (tmp_path / "hookgrad.toml").write_text("[plugins.scaler]\nfactor = 0.5\n")
+    result = _run(["config", "check"], catalog)
+    assert (result.exit_code, result.output) == (
+        0,
+        "OK: hookgrad.toml is a valid hookgrad config\n",
+    )
+
+
+def test_config_check_without_a_file_says_defaults_apply(catalog: PluginCatalog) -> None:
+    """No config in the directory: exit 0, and the line says the defaults apply."""
+    result = _run(["config", "check"], catalog)
+    assert result.exit_code == 0
+    assert result.output == f"OK: no config file found in {Path.cwd()}; defaults apply\n"
+
+
+def test_config_check_typo_key_exits_2_with_did_you_mean(catalog: PluginCatalog) -> None:
+    """A typo in a key: exit 2, stderr names the file, the table, the key and the right key."""
+    Path("run.toml").write_text('[events]\njsnol = "events.jsonl"\n')
+    result = _run(["config", "check", "run.toml"], catalog)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error: run.toml: unknown key 'jsnol' in [events]; did you mean 'jsonl'? "
+        "valid keys: jsonl, memory\n"
+    )
+
+
+def test_config_check_validates_plugin_tables(catalog: PluginCatalog) -> None:
+    """A typo in an enabled plugin's table is checked against that plugin's Config model."""
+    Path("hookgrad.toml").write_text("[plugins.scaler]\nfactr = 0.5\n")
+    result = _run(["config", "check"], catalog)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "Error: hookgrad.toml: unknown key 'factr' in [plugins.scaler]; did you mean 'factor'?"
+    )
+
+
+def test_config_check_unknown_plugin_lists_the_available_ones(
+    catalog: PluginCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An enabled plugin that is not installed: exit 2, naming the env var and the choices."""
+    monkeypatch.setenv("HOOKGRAD_PLUGINS", "scalr")
+    result = _run(["config", "check"], catalog)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: HOOKGRAD_PLUGINS: unknown plugin 'scalr' in [plugins.scalr]; available: "
+        "broken, scaler, steps (or set class_path = 'package.module:Class')\n"
+    )
+
+
+def test_config_check_import_failure_warns_unless_strict(catalog: PluginCatalog) -> None:
+    """An enabled plugin that fails to import is a warning (exit 0), an error with strict."""
+    Path("hookgrad.toml").write_text("[plugins.broken]\n")
+    result = _run(["config", "check"], catalog)
+    assert result.exit_code == 0
+    assert result.stderr.startswith("warning: plugin 'broken' (entry point broken = cli_broken")
+    Path("hookgrad.toml").write_text("strict = true\n[plugins.broken]\n")
+    result = _run(["config", "check"], catalog)
+    assert result.exit_code == 2
+    assert "ImportError('missing dependency: scipy') (strict = true)" in result.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# hookgrad config show
+# --------------------------------------------------------------------------------------------
+
+
+def test_config_show_gives_each_value_its_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """config show: one line per value with its layer; file < env order on the first line."""
+    Path("hookgrad.toml").write_text("log_level = 'info'\n[plugins.scaler]\nfactor = 0.5\n")
+    monkeypatch.setenv("HOOKGRAD_PLUGINS", "steps")
+    result = _run(["config", "show"])
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in result.output.splitlines()]
+    assert result.output.splitlines()[0] == (
+        "layers, lowest first: default < file hookgrad.toml < env HOOKGRAD_PLUGINS"
+    )
+    assert lines[1] == ["KEY", "VALUE", "FROM"]
+    assert lines[2:] == [
+        ["autoload", "True", "default"],
+        ["strict", "False", "default"],
+        ["disable", "[]", "default"],
+        ["plugins.scaler.factor", "0.5", "file", "hookgrad.toml"],
+        ["plugins.steps.enabled", "True", "env", "HOOKGRAD_PLUGINS"],
+        ["events.jsonl", "None", "default"],
+        ["events.memory", "False", "default"],
+        ["log_level", "'info'", "file", "hookgrad.toml"],
+    ]
+
+
+def test_config_show_env_overrides_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin switched off in the file and on by HOOKGRAD_PLUGINS shows the env layer."""
+    Path("run.toml").write_text("[plugins.steps]\nenabled = false\n")
+    monkeypatch.setenv("HOOKGRAD_PLUGINS", "steps")
+    result = _run(["config", "show", "run.toml"])
+    assert ["plugins.steps.enabled", "True", "env", "HOOKGRAD_PLUGINS"] in [
+        line.split() for line in result.output.splitlines()
+    ]
+
+
+def test_config_show_missing_file_exits_2() -> None:
+    """A config file that does not exist: exit 2 and a message naming it, no traceback."""
+    result = _run(["config", "show", "nope.toml"])
+    assert result.exit_code == 2
+    assert result.stderr == "Error: nope.toml: cannot read config file: No such file or directory\n"
+
+
+# --------------------------------------------------------------------------------------------
+# hookgrad demo
+# --------------------------------------------------------------------------------------------
+
+
+def test_demo_trains_and_writes_loss_csv(tmp_path: Path) -> None:
+    """demo --steps 30 --out DIR logs every 10 steps and writes 30 rows with falling loss."""
+    result = _run(["demo", "--steps", "30", "--log-every", "10", "--out", "run"])
+    assert result.exit_code == 0, result.output
+    assert [line.split()[1] for line in result.output.splitlines() if line.startswith("step")] == [
+        "10/30",
+        "20/30",
+        "30/30",
+    ]
+    assert result.output.splitlines()[-1] == f"wrote {Path('run', 'loss.csv')}"
+    with (tmp_path / "run" / "loss.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(row["step"]) for row in rows] == list(range(1, 31))
+    losses = [float(row["loss"]) for row in rows]
+    assert losses[-1] < 0.6 * losses[0], losses
+    assert all(0.0 <= float(row["accuracy"]) <= 1.0 for row in rows)
+
+
+def test_demo_with_a_broken_config_fails_before_training() -> None:
+    """demo --config with a typo exits 2 with the ConfigError and trains nothing."""
+    Path("bad.toml").write_text("autolaod = false\n")
+    result = _run(["demo", "--config", "bad.toml", "--steps", "5"])
+    assert result.exit_code == 2
+    assert "bad.toml: unknown key 'autolaod' at the top level; did you mean 'autoload'?" in (
+        result.stderr
+    )
+    assert "two spirals" not in result.stdout
+
+
+def test_demo_rejects_a_non_positive_step_count() -> None:
+    """--steps 0 is a usage error naming the option (exit 2)."""
+    result = _run(["demo", "--steps", "0"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--steps': 0 is not in the range x>=1." in result.stderr
