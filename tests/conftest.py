@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -29,3 +31,35 @@ def lib(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     if request.param == "torch":
         return pytest.importorskip("torch")
     return hookgrad
+
+
+@dataclass
+class _FakeDistribution:
+    """The two things plugin discovery reads from a distribution."""
+
+    metadata: dict[str, str]
+    version: str
+
+
+@dataclass
+class _FakeEntryPoint:
+    """A stand-in for importlib.metadata.EntryPoint with its distribution attached."""
+
+    name: str
+    value: str
+    dist: _FakeDistribution
+
+    def load(self) -> Any:
+        module_name, _, attribute = self.value.partition(":")
+        module = __import__(module_name, fromlist=["_"])
+        return getattr(module, attribute) if attribute else module
+
+
+@pytest.fixture
+def entry_point() -> Callable[[str, str, str, str], _FakeEntryPoint]:
+    """``entry_point(name, "module:Object", distribution, version)``: a hookgrad.plugins entry."""
+
+    def make(name: str, value: str, distribution: str, version: str) -> _FakeEntryPoint:
+        return _FakeEntryPoint(name, value, _FakeDistribution({"Name": distribution}, version))
+
+    return make

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -47,28 +46,6 @@ def hookgrad_optimizer_step_pre(event):
 """
 
 
-@dataclass
-class _Dist:
-    """The two things discovery reads from a distribution."""
-
-    metadata: dict[str, str]
-    version: str
-
-
-@dataclass
-class _EntryPoint:
-    """A stand-in for importlib.metadata.EntryPoint with its distribution attached."""
-
-    name: str
-    value: str
-    dist: Any
-
-    def load(self) -> Any:
-        module_name, _, attribute = self.value.partition(":")
-        module = __import__(module_name, fromlist=["_"])
-        return getattr(module, attribute) if attribute else module
-
-
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run in an empty directory with no HOOKGRAD_* variable from the shell."""
@@ -79,7 +56,9 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PluginCatalog]:
+def catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry_point: Any
+) -> Iterator[PluginCatalog]:
     """A catalog of three plugins: a third-party class, a built-in module, a broken one."""
     modules = tmp_path / "plugin_src"
     modules.mkdir()
@@ -88,9 +67,9 @@ def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PluginC
     (modules / "cli_broken.py").write_text("raise ImportError('missing dependency: scipy')\n")
     monkeypatch.syspath_prepend(str(modules))
     entries = [
-        _EntryPoint("scaler", f"{name}:Scaler", _Dist({"Name": "gradtools"}, "1.4")),
-        _EntryPoint("steps", name, _Dist({"Name": "hookgrad"}, "0.1.0")),
-        _EntryPoint("broken", "cli_broken:Plugin", _Dist({"Name": "brokentools"}, "0.2")),
+        entry_point("scaler", f"{name}:Scaler", "gradtools", "1.4"),
+        entry_point("steps", name, "hookgrad", "0.1.0"),
+        entry_point("broken", "cli_broken:Plugin", "brokentools", "0.2"),
     ]
     yield PluginCatalog(lambda: entries)  # type: ignore[arg-type, return-value]
     sys.modules.pop(name, None)

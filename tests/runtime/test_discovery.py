@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,29 +16,6 @@ from hookgrad.runtime._discovery import (
     PluginLoadError,
     load_class_path,
 )
-
-
-@dataclass
-class _Dist:
-    """The two things discovery reads from a distribution."""
-
-    metadata: dict[str, str]
-    version: str
-
-
-@dataclass
-class _EntryPoint:
-    """A stand-in for importlib.metadata.EntryPoint with its distribution attached."""
-
-    name: str
-    value: str
-    dist: Any
-
-    def load(self) -> Any:
-        module_name, _, attribute = self.value.partition(":")
-        module = __import__(module_name, fromlist=["_"])
-        return getattr(module, attribute) if attribute else module
-
 
 PLUGINS = """
 from hookgrad.hookspecs import PluginConfig, hookimpl
@@ -72,17 +48,15 @@ def plugin_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     sys.modules.pop("broken_plugin", None)
 
 
-def _catalog(plugin_module: str, calls: list[int] | None = None) -> PluginCatalog:
-    third_party = _Dist({"Name": "gradtools"}, "1.4")
-    own = _Dist({"Name": "hookgrad"}, "0.1.0")
+def _catalog(entry_point: Any, plugin_module: str, calls: list[int] | None = None) -> PluginCatalog:
     entries = [
-        _EntryPoint("scaler", f"{plugin_module}:Scaler", third_party),
-        _EntryPoint("ends", plugin_module, own),
-        _EntryPoint("noconfig", f"{plugin_module}:NoConfig", third_party),
-        _EntryPoint("broken", "broken_plugin:Plugin", third_party),
+        entry_point("scaler", f"{plugin_module}:Scaler", "gradtools", "1.4"),
+        entry_point("ends", plugin_module, "hookgrad", "0.1.0"),
+        entry_point("noconfig", f"{plugin_module}:NoConfig", "gradtools", "1.4"),
+        entry_point("broken", "broken_plugin:Plugin", "gradtools", "1.4"),
     ]
 
-    def scan() -> list[_EntryPoint]:
+    def scan() -> list[Any]:
         if calls is not None:
             calls.append(1)
         return entries
@@ -90,10 +64,10 @@ def _catalog(plugin_module: str, calls: list[int] | None = None) -> PluginCatalo
     return PluginCatalog(scan)  # type: ignore[arg-type]
 
 
-def test_entry_points_are_scanned_once_and_lazily(plugin_module):
+def test_entry_points_are_scanned_once_and_lazily(plugin_module, entry_point):
     """Creating a catalog reads nothing; the first lookup scans, later ones use the cache."""
     calls: list[int] = []
-    catalog = _catalog(plugin_module, calls)
+    catalog = _catalog(entry_point, plugin_module, calls)
     assert calls == []
     assert sorted(catalog.sources()) == ["broken", "ends", "noconfig", "scaler"]
     catalog.sources()
@@ -101,49 +75,49 @@ def test_entry_points_are_scanned_once_and_lazily(plugin_module):
     assert calls == [1]
 
 
-def test_sources_know_distribution_version_and_builtin(plugin_module):
+def test_sources_know_distribution_version_and_builtin(plugin_module, entry_point):
     """A source names its distribution and version; hookgrad's own plugins are built-in."""
-    sources = _catalog(plugin_module).sources()
+    sources = _catalog(entry_point, plugin_module).sources()
     assert (sources["scaler"].distribution, sources["scaler"].version) == ("gradtools", "1.4")
     assert sources["ends"].builtin and not sources["scaler"].builtin
 
 
-def test_class_plugin_is_built_with_its_validated_config(plugin_module):
+def test_class_plugin_is_built_with_its_validated_config(plugin_module, entry_point):
     """A class entry point is constructed as cls(config) with its own Config model."""
-    loaded = _catalog(plugin_module).load("scaler")
+    loaded = _catalog(entry_point, plugin_module).load("scaler")
     config = loaded.config_model(factor=0.5)
     plugin = loaded.create(config)
     assert plugin.config.factor == 0.5
     assert issubclass(loaded.config_model, PluginConfig)
 
 
-def test_module_plugin_registers_the_module_itself(plugin_module):
+def test_module_plugin_registers_the_module_itself(plugin_module, entry_point):
     """A module entry point is registered as is, configured by the plain PluginConfig."""
-    loaded = _catalog(plugin_module).load("ends")
+    loaded = _catalog(entry_point, plugin_module).load("ends")
     assert loaded.create(PluginConfig()) is sys.modules[plugin_module]
     assert loaded.config_model is PluginConfig
 
 
-def test_class_without_config_is_rejected_naming_the_entry_point(plugin_module):
+def test_class_without_config_is_rejected_naming_the_entry_point(plugin_module, entry_point):
     """A class with no Config is not a plugin; the error names entry point and distribution."""
     with pytest.raises(
         PluginLoadError, match=r"noconfig = .*:NoConfig in gradtools 1\.4.*no Config"
     ):
-        _catalog(plugin_module).load("noconfig")
+        _catalog(entry_point, plugin_module).load("noconfig")
 
 
-def test_import_failure_names_entry_point_distribution_and_cause(plugin_module):
+def test_import_failure_names_entry_point_distribution_and_cause(plugin_module, entry_point):
     """A plugin that fails to import raises PluginLoadError with the original cause."""
     with pytest.raises(
         PluginLoadError, match=r"broken_plugin:Plugin in gradtools 1\.4.*scipy"
     ) as info:
-        _catalog(plugin_module).load("broken")
+        _catalog(entry_point, plugin_module).load("broken")
     assert isinstance(info.value.__cause__, ImportError)
 
 
-def test_load_many_warns_and_keeps_going_unless_strict(plugin_module):
+def test_load_many_warns_and_keeps_going_unless_strict(plugin_module, entry_point):
     """Non-strict loading warns about the broken plugin and loads the rest; strict raises."""
-    catalog = _catalog(plugin_module)
+    catalog = _catalog(entry_point, plugin_module)
     with pytest.warns(PluginImportWarning, match="broken"):
         loaded, failed = catalog.load_many(["scaler", "broken", "ends"], strict=False)
     assert [p.source.name for p in loaded] == ["scaler", "ends"]
@@ -152,10 +126,10 @@ def test_load_many_warns_and_keeps_going_unless_strict(plugin_module):
         catalog.load_many(["broken"], strict=True)
 
 
-def test_unknown_plugin_lists_the_available_ones(plugin_module):
+def test_unknown_plugin_lists_the_available_ones(plugin_module, entry_point):
     """Asking for a plugin that is not installed names every available plugin."""
     with pytest.raises(PluginLoadError, match="available: broken, ends, noconfig, scaler"):
-        _catalog(plugin_module).load("grad_clipp")
+        _catalog(entry_point, plugin_module).load("grad_clipp")
 
 
 def test_class_path_loads_a_plugin_without_entry_point(plugin_module):

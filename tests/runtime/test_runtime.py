@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,27 +28,6 @@ from hookgrad.runtime import (
     Runtime,
 )
 from hookgrad.runtime._runtime import _DEFAULT
-
-
-@dataclass
-class _Dist:
-    metadata: dict[str, str]
-    version: str
-
-
-@dataclass
-class _EntryPoint:
-    """A stand-in for importlib.metadata.EntryPoint with its distribution attached."""
-
-    name: str
-    value: str
-    dist: Any
-
-    def load(self) -> Any:
-        module_name, _, attribute = self.value.partition(":")
-        module = __import__(module_name, fromlist=["_"])
-        return getattr(module, attribute) if attribute else module
-
 
 PLUGINS = """
 from hookgrad.hookspecs import PluginConfig, hookimpl
@@ -94,15 +72,13 @@ def plugin_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 @pytest.fixture
-def catalog(plugin_module: Any) -> PluginCatalog:
+def catalog(plugin_module: Any, entry_point: Any) -> PluginCatalog:
     """recorder and broken are third-party (gradtools); scaler ships with hookgrad."""
-    third_party = _Dist({"Name": "gradtools"}, "1.4")
-    own = _Dist({"Name": "hookgrad"}, "0.1.0")
     name = plugin_module.__name__
     entries = [
-        _EntryPoint("recorder", f"{name}:Recorder", third_party),
-        _EntryPoint("scaler", f"{name}:Scaler", own),
-        _EntryPoint("broken", "broken_rt_plugin:Plugin", third_party),
+        entry_point("recorder", f"{name}:Recorder", "gradtools", "1.4"),
+        entry_point("scaler", f"{name}:Scaler", "hookgrad", "0.1.0"),
+        entry_point("broken", "broken_rt_plugin:Plugin", "gradtools", "1.4"),
     ]
     return PluginCatalog(lambda: entries)  # type: ignore[arg-type,return-value]
 
