@@ -353,10 +353,7 @@ class Module(ModuleHooksMixin):
 
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path ``target``."""
-        module_path, _, name = target.rpartition(".")
-        module = self.get_submodule(module_path)
-        if not hasattr(module, name):
-            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        module, name = self._owner_of(target)
         param = getattr(module, name)
         if not isinstance(param, Parameter):
             raise AttributeError(f"`{name}` is not an nn.Parameter")
@@ -364,13 +361,18 @@ class Module(ModuleHooksMixin):
 
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at dotted path ``target``."""
+        module, name = self._owner_of(target)
+        if name not in module._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(module, name)
+
+    def _owner_of(self, target: str) -> tuple[Module, str]:
+        """The submodule holding the attribute at dotted path ``target``, and its name there."""
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
         if not hasattr(module, name):
             raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
-        if name not in module._buffers:
-            raise AttributeError(f"`{name}` is not a buffer")
-        return getattr(module, name)
+        return module, name
 
     # ------------------------------------------------------------------ modes and grads
     def train(self: _M, mode: bool = True) -> _M:
