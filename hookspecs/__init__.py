@@ -26,7 +26,7 @@ from __future__ import annotations
 from . import events, specs
 from ._config import OnError, PluginConfig
 from ._markers import PROJECT_NAME, hookimpl, hookspec
-from ._order import call_order
+from ._order import Stage, call_order, stage
 from ._stats import TENSOR_SUMMARY_SCHEMA, TensorSummary, tensor_stats
 from .events import (
     HOOK_EVENTS,
@@ -62,11 +62,13 @@ __all__ = [
     "PluginConfig",
     "PluginRecord",
     "RunEvent",
+    "Stage",
     "TensorSummary",
     "call_order",
     "events",
     "hookimpl",
     "hookspec",
     "specs",
+    "stage",
     "tensor_stats",
 ]

@@ -14,9 +14,11 @@ from hookgrad.hookspecs import (
     Event,
     FullBackwardEvent,
     OptimizerStepPreEvent,
+    Stage,
     call_order,
     hookimpl,
     specs,
+    stage,
 )
 
 LIFECYCLE = {"hookgrad_configure", "hookgrad_unconfigure"}
@@ -194,3 +196,29 @@ def test_call_order_rejects_wrappers(pm: pluggy.PluginManager) -> None:
         pluggy.PluginValidationError, match="'hookgrad_forward' of plugin 'wrapping'"
     ):
         call_order(pm, "hookgrad_forward")
+
+
+def test_call_order_sorts_by_stage_within_each_group(pm: pluggy.PluginManager) -> None:
+    """A stage orders implementations inside their group; registration order breaks ties.
+
+    Registered clip-first, the pipeline still runs unscale, guard, stats, clip.
+    """
+
+    def staged(name: str, position: int | None, **opts: bool) -> object:
+        def hookgrad_optimizer_step_pre(event: Any) -> None: ...
+
+        function = hookgrad_optimizer_step_pre
+        if position is not None:
+            function = stage(position)(function)
+        plugin = type(
+            name, (), {"hookgrad_optimizer_step_pre": staticmethod(hookimpl(**opts)(function))}
+        )
+        return plugin()
+
+    pm.register(staged("clip", Stage.CLIP, trylast=True), name="clip")
+    pm.register(staged("stats", Stage.STATS), name="stats")
+    pm.register(staged("third_party", None), name="third_party")
+    pm.register(staged("guard", Stage.GUARD, tryfirst=True), name="guard")
+    pm.register(staged("unscale", Stage.UNSCALE, tryfirst=True), name="unscale")
+    order = [impl.plugin_name for impl in call_order(pm, "hookgrad_optimizer_step_pre")]
+    assert order == ["unscale", "guard", "third_party", "stats", "clip"]
