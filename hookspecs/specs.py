@@ -26,6 +26,10 @@ How the runtime calls the hooks
   registered after it, and always before the module's own hooks (SEMANTICS G-1): a module's
   own hooks see the plugins' replacements.
 * A hook that raises is handled per the plugin's ``on_error`` setting.
+* **A hook a plugin's config switches off costs nothing**: set the instance attribute to None
+  in ``__init__`` (``self.hookgrad_forward = None``). pluggy registers routines only, so the
+  runtime sees no implementation and installs no global hook for it: a module hook that exists
+  but returns at once still costs every module call its hook machinery.
 
 Deliberately not specs: event sinks (a plugin adds one to the runtime it receives in
 ``hookgrad_configure``), an end-of-run hook (``hookgrad_unconfigure`` is the end of the run,
