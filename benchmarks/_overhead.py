@@ -11,12 +11,13 @@ import argparse
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
 from _harness import Column, Timings, describe_environment, markdown_table, measure, one_thread
-from _workloads import WORKLOADS, Workload
+from _workloads import WORKLOADS, Workload, build_model, framework_trainer, make_problem
 
 import hookgrad
 
@@ -80,3 +81,59 @@ def overhead_main(
     print(f"\n{report.targets_title}\n")
     print(markdown_table(list(report.target_headers), verdicts))
     return 0
+
+
+# ------------------------------------------------------------------ (engine, variant) columns
+Around = Callable[[], AbstractContextManager[object]]
+
+
+@dataclass(frozen=True)
+class VariantBench:
+    """A benchmark whose columns are (engine, variant) pairs, each a ratio to its bare engine.
+
+    ``around(lib, variant)`` gives the column's per-block context (None for none): where a
+    variant installs its hooks or starts its runtime. ``targets[(engine, variant)][workload]``
+    is the ratio that column must stay below.
+    """
+
+    columns: tuple[tuple[str, str], ...]
+    around: Callable[[ModuleType, str], Around | None]
+    targets: dict[tuple[str, str], dict[str, float]]
+
+    def make_columns(
+        self, lib: ModuleType, name: str, workload: Workload, seed: int
+    ) -> list[Column]:
+        """The bare column of engine ``name`` and one per variant, each with its own model."""
+        problem = make_problem(workload, seed)
+        variants = [v for engine, v in self.columns if engine == name]
+        columns = []
+        for variant in ("", *variants):
+            model = build_model(lib, workload, problem)
+            around = self.around(lib, variant) if variant else None
+            trainer = framework_trainer(lib, model, workload, problem)
+            columns.append(Column(f"{name}+{variant}" if variant else name, trainer.step, around))
+        return columns
+
+    def rows(self, name: str, t: Timings, engines: list[str]) -> tuple[Rows, Rows]:
+        """One row per (engine, variant) column, and a verdict row per target."""
+        rows: Rows = []
+        verdicts: Rows = []
+        for engine, variant in self.columns:
+            if engine not in engines:
+                continue
+            r = t.ratio(f"{engine}+{variant}", engine)
+            rows.append([name, engine, variant, f"{t.median_ms(engine):.3f} ms", r])
+            limit = self.targets.get((engine, variant), {}).get(name)
+            if limit is not None:
+                verdict = "PASS" if r.median <= limit else "FAIL"
+                verdicts.append([name, f"{engine}+{variant}", f"<= {limit:.2f}", r, verdict])
+        return rows, verdicts
+
+    def main(self, argv: list[str] | None, description: str, title: str, targets_title: str) -> int:
+        report = OverheadReport(
+            title,
+            lambda engines: ["workload", "engine", "column", "bare step", "ratio"],
+            targets_title,
+            ["workload", "column", "target", "ratio", "verdict"],
+        )
+        return overhead_main(argv, description, self.make_columns, self.rows, report)

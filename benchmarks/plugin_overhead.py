@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import pluggy
-from _harness import Column, Timings
-from _overhead import OverheadReport, overhead_main
-from _workloads import Workload, build_model, framework_trainer, make_problem
+from _overhead import Around, VariantBench
 
 from hookgrad.hookspecs import PROJECT_NAME, hookimpl, specs
 from hookgrad.runtime._bridge import HookBridge
@@ -79,50 +77,22 @@ def _torch_pluggy_hook(torch: ModuleType) -> Iterator[None]:
         handle.remove()
 
 
-def _columns(lib: ModuleType, name: str, workload: Workload, seed: int) -> list[Column]:
-    problem = make_problem(workload, seed)
-    variants = [v for engine, v in COLUMNS if engine == name]
-    columns = []
-    for variant in ("", *variants):
-        model = build_model(lib, workload, problem)
-        around: Callable[[], contextlib.AbstractContextManager[object]] | None = None
-        if variant == "bridge":
-            around = lambda: HookBridge(_manager(), {})  # noqa: E731
-        elif variant == "noop_plugin":
-            pm = _manager(NoOpPlugin())
-            around = lambda pm=pm: HookBridge(pm, {})  # noqa: E731
-        elif variant == "pluggy_bwd":
-            around = lambda: _torch_pluggy_hook(lib)  # noqa: E731
-        trainer = framework_trainer(lib, model, workload, problem)
-        columns.append(Column(f"{name}+{variant}" if variant else name, trainer.step, around))
-    return columns
+def _around(lib: ModuleType, variant: str) -> Around:
+    if variant == "bridge":
+        return lambda: HookBridge(_manager(), {})
+    if variant == "noop_plugin":
+        pm = _manager(NoOpPlugin())
+        return lambda: HookBridge(pm, {})
+    return lambda: _torch_pluggy_hook(lib)
 
 
-def _rows(
-    name: str, t: Timings, engines: list[str]
-) -> tuple[list[list[object]], list[list[object]]]:
-    rows: list[list[object]] = []
-    verdicts: list[list[object]] = []
-    for engine, variant in COLUMNS:
-        if engine not in engines:
-            continue
-        r = t.ratio(f"{engine}+{variant}", engine)
-        rows.append([name, engine, variant, f"{t.median_ms(engine):.3f} ms", r])
-        limit = TARGETS.get((engine, variant), {}).get(name)
-        if limit is not None:
-            verdict = "PASS" if r.median <= limit else "FAIL"
-            verdicts.append([name, f"{engine}+{variant}", f"<= {limit:.2f}", r, verdict])
-    return rows, verdicts
+BENCH = VariantBench(COLUMNS, _around, TARGETS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    report = OverheadReport(
-        "Hooked / bare step time",
-        lambda engines: ["workload", "engine", "column", "bare step", "ratio"],
-        "Targets (plugin runtime issue)",
-        ["workload", "column", "target", "ratio", "verdict"],
+    return BENCH.main(
+        argv, __doc__.split("\n\n")[0], "Hooked / bare step time", "Targets (plugin runtime issue)"
     )
-    return overhead_main(argv, __doc__.split("\n\n")[0], _columns, _rows, report)
 
 
 if __name__ == "__main__":
