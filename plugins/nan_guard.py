@@ -1,0 +1,375 @@
+"""``nan_guard``: name the module where NaN/Inf first appeared, then stop, warn or repair the step.
+
+Detection is one :func:`~hookgrad.plugins._grads.all_finite` per tensor; NaN and Inf are counted
+only for a tensor that is not finite, so the checks are cheap enough to leave on:
+
+* backward (``check_backward``): after each module call's backward, ``grad_output`` and then
+  ``grad_input``. A call whose ``grad_output`` is finite but whose ``grad_input`` is not made
+  the NaN/Inf itself (the *producer*); a call that received a non-finite ``grad_output`` only
+  passed it on (a *propagator*). Backward runs from the loss towards the inputs, so the producer
+  is reported first and the modules below it follow as propagators.
+* forward (``check_forward``, off by default): each module's output, a producer when every
+  tensor argument was finite.
+* parameters (``check_parameters``): the selected parameter gradients at the step. When the
+  checks above saw nothing, the owner of the first non-finite gradient (optimizer order) is named.
+
+A container whose child already produced the NaN/Inf in the same phase is a propagator too:
+the backward (and forward) hooks of children fire before their parent's, so the first producer
+is always the innermost module. Every finding is recorded at once (the log has it even if
+training dies later); the action is taken at ``hookgrad_optimizer_step_pre``, at stage GUARD:
+after ``grad_scale`` unscaled the gradients and vetoed an overflowing step, so a loss-scaling
+overflow never reaches the guard. A non-finite *forward* output with ``action="raise"`` raises
+at once instead, so that the traceback points at the model code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, Final, Literal, Self, TypeAlias
+
+import numpy as np
+from pydantic import field_validator, model_validator
+
+import hookgrad
+from hookgrad import Tensor
+from hookgrad.hookspecs import (
+    BackwardBeginEvent,
+    ForwardEvent,
+    FullBackwardEvent,
+    OptimizerStepPreEvent,
+    PluginConfig,
+    Stage,
+    hookimpl,
+    stage,
+)
+
+from ._grads import all_finite, nonfinite_counts
+
+__all__ = ["Finding", "NanGuard", "NonFiniteGradientError", "NonFiniteGradientWarning"]
+
+PLUGIN_NAME: Final = "nan_guard"
+_PROPAGATORS_SHOWN: Final = 3
+
+Action: TypeAlias = Literal["raise", "warn", "zero", "skip_step"]
+Phase: TypeAlias = Literal["forward", "backward", "step"]
+Role: TypeAlias = Literal["producer", "propagator"]
+
+# Frames in these folders are hookgrad's own: a warning skips them to point at the user's code.
+_INTERNAL: Final = tuple(
+    os.path.dirname(os.path.abspath(path)) + os.sep for path in (hookgrad.__file__, __file__)
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One non-finite tensor: where it was seen, whose fault it looks like, how many bad entries."""
+
+    module_name: str
+    """Qualified name of the module call ("" is the root)."""
+    phase: Phase
+    """Where it was seen: "forward", "backward", or "step" (a parameter gradient)."""
+    tensor: str
+    """Which tensor: "output", "output[i]", "grad_output[i]", "grad_input[i]", "weight.grad"."""
+    role: Role
+    """Whose fault: "producer" (the inputs were finite) or "propagator" (a bad value came in)."""
+    nan: int
+    inf: int
+    numel: int
+    step: int
+
+    @classmethod
+    def of(
+        cls, module_name: str, phase: Phase, tensor: str, role: Role, array: np.ndarray, step: int
+    ) -> Finding:
+        """The finding for the non-finite ``array`` (its NaN and Inf are counted here)."""
+        nan, inf = nonfinite_counts(array)
+        return cls(module_name, phase, tensor, role, nan, inf, int(array.size), step)
+
+    def record(self) -> dict[str, Any]:
+        """The ``kind="nonfinite"`` PluginRecord of this finding."""
+        data = {"phase": self.phase, "tensor": self.tensor, "role": self.role}
+        counts = {"nan": self.nan, "inf": self.inf, "numel": self.numel}
+        return _record("nonfinite", self.step, self.module_name, {**data, **counts})
+
+    def describe(self, propagators: Sequence[str] = ()) -> str:
+        """The message of the error or warning this finding headlines."""
+        text = (
+            f"non-finite {self.tensor} in module {self.module_name!r} ({self.role}, phase "
+            f"{self.phase!r}, step {self.step}): nan={self.nan}, inf={self.inf} of "
+            f"numel={self.numel}"
+        )
+        if propagators:
+            shown = ", ".join(repr(name) for name in propagators[:_PROPAGATORS_SHOWN])
+            more = len(propagators) - _PROPAGATORS_SHOWN
+            text += f"; propagated through {shown}" + (f" and {more} more" if more > 0 else "")
+        return text
+
+
+class NonFiniteGradientError(RuntimeError):
+    """nan_guard found NaN or Inf and its action is "raise"; the headline finding's fields.
+
+    ``role`` is "producer" unless the checks saw only propagators (a NaN already in the input
+    batch, say): then the first of them is named. ``propagators`` lists the modules that passed
+    the values on, in the order they were found.
+    """
+
+    def __init__(self, finding: Finding, propagators: Sequence[str] = ()) -> None:
+        super().__init__(finding.describe(propagators))
+        self.finding = finding
+        self.propagators = tuple(propagators)
+        self.module_name = finding.module_name
+        self.phase = finding.phase
+        self.tensor = finding.tensor
+        self.role = finding.role
+        self.nan = finding.nan
+        self.inf = finding.inf
+        self.numel = finding.numel
+        self.step = finding.step
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle with the finding (the default would call ``__init__`` with the message)."""
+        return (type(self), (self.finding, self.propagators))
+
+
+class NonFiniteGradientWarning(RuntimeWarning):
+    """nan_guard found NaN or Inf and its action is "warn": the step goes on regardless."""
+
+
+class NanGuard:
+    """Find the module that produced NaN/Inf, record it, and raise, warn, zero or skip the step."""
+
+    class Config(PluginConfig):
+        action: Action = "raise"
+        """At the step after a finding: "raise" NonFiniteGradientError, "warn" and step, "zero"
+        the non-finite gradient entries and step, or "skip_step" (veto, drop the gradients)."""
+
+        check_forward: bool = False
+        """Check every module's output after forward; "raise" then raises at once."""
+
+        check_backward: bool = True
+        """Check grad_output and grad_input of every module call: this names the producer."""
+
+        check_parameters: bool = True
+        """Check the selected parameter gradients at the optimizer step."""
+
+        max_records_per_step: int = 16
+        """Emit a nonfinite record for at most this many findings per step (0: none)."""
+
+        @field_validator("max_records_per_step")
+        @classmethod
+        def _non_negative(cls, value: int) -> int:
+            if value < 0:
+                raise ValueError(f"max_records_per_step must be 0 or more, got {value}")
+            return value
+
+        @model_validator(mode="after")
+        def _checks_something(self) -> Self:
+            if not (self.check_forward or self.check_backward or self.check_parameters):
+                raise ValueError(
+                    "nan_guard with check_forward, check_backward and check_parameters all "
+                    "false detects nothing; turn one on or disable the plugin"
+                )
+            return self
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.runtime: hookgrad.Runtime | None = None
+        self._findings: list[Finding] = []
+        self._step = -1  # the step _findings and _recorded belong to
+        self._recorded = 0
+        # An implementation that exists costs every module call its hook machinery, even if it
+        # returns at once: switched-off checks are not implemented at all (see the specs).
+        if not config.check_forward:
+            self.hookgrad_forward = None  # type: ignore[method-assign, assignment]
+        if not config.check_backward:
+            self.hookgrad_full_backward = None  # type: ignore[method-assign, assignment]
+            self.hookgrad_backward_begin = None  # type: ignore[method-assign, assignment]
+
+    # ------------------------------------------------------------------ hooks
+    @hookimpl
+    def hookgrad_configure(self, runtime: hookgrad.Runtime) -> None:
+        self.runtime = runtime
+
+    @hookimpl
+    def hookgrad_forward(self, event: ForwardEvent) -> None:
+        output = event.output
+        single = isinstance(output, Tensor)
+        outputs = (output,) if single else output if isinstance(output, tuple | list) else ()
+        found = _first_nonfinite(outputs)
+        if found is None:
+            return
+        index, array = found
+        inputs_finite = _first_nonfinite((*event.args, *event.kwargs.values())) is None
+        role = self._role(event.module_name, "forward", event.step, inputs_finite)
+        label = "output" if single else f"output[{index}]"
+        finding = Finding.of(event.module_name, "forward", label, role, array, event.step)
+        self._note(finding)
+        if self.config.action == "raise":
+            self._start(event.step)  # dealt with: a caught error leaves no stale finding
+            raise NonFiniteGradientError(finding)
+
+    @hookimpl
+    def hookgrad_full_backward(self, event: FullBackwardEvent) -> None:
+        role: Role = "propagator"
+        found = _first_nonfinite(event.grad_output)
+        if found is not None:
+            label = f"grad_output[{found[0]}]"
+        else:
+            found = _first_nonfinite(event.grad_input)
+            if found is None:
+                return
+            label = f"grad_input[{found[0]}]"
+            role = self._role(event.module_name, "backward", event.step, True)
+        finding = Finding.of(event.module_name, "backward", label, role, found[1], event.step)
+        self._note(finding)
+
+    @hookimpl
+    def hookgrad_backward_begin(self, event: BackwardBeginEvent) -> None:
+        """A new backward: what an earlier one found is superseded (forward findings stay)."""
+        self._findings = [f for f in self._findings if f.phase != "backward"]
+
+    @hookimpl(tryfirst=True)
+    @stage(Stage.GUARD)
+    def hookgrad_optimizer_step_pre(self, event: OptimizerStepPreEvent) -> Literal[False] | None:
+        findings = self._current(event.step) or self._parameter_findings(event)
+        self._start(event.step)  # dealt with below, whatever happens
+        if not findings:
+            return None
+        headline = next((f for f in findings if f.role == "producer"), findings[0])
+        propagators = tuple(
+            dict.fromkeys(
+                f.module_name for f in findings if f.role == "propagator" and f is not headline
+            )
+        )
+        action = self.config.action
+        if action == "raise":
+            raise NonFiniteGradientError(headline, propagators)
+        if action == "warn":
+            self._warn(headline, propagators)
+        elif action == "zero":
+            self._zero(event)
+        else:
+            return self._skip(event, headline)
+        return None
+
+    # ------------------------------------------------------------------ findings
+    def _start(self, step: int) -> None:
+        """Forget every finding: a fresh ``step`` begins (or the current one was dealt with)."""
+        self._findings = []
+        self._step = step
+        self._recorded = 0
+
+    def _current(self, step: int) -> list[Finding]:
+        """The findings of ``step``; those of a step some other plugin vetoed are stale."""
+        return self._findings if self._step == step else []
+
+    def _note(self, finding: Finding) -> None:
+        """Keep ``finding`` for the step's action and record it, up to the per-step cap."""
+        if finding.step != self._step:
+            self._start(finding.step)
+        self._findings.append(finding)
+        if self._recorded < self.config.max_records_per_step:
+            self._recorded += 1
+            self._emit(finding.record())
+
+    def _role(self, module_name: str, phase: Phase, step: int, inputs_finite: bool) -> Role:
+        """Producer if the inputs were finite and no submodule produced it first in ``phase``."""
+        if not inputs_finite:
+            return "propagator"
+        prefix = f"{module_name}." if module_name else ""
+        inner = (
+            f.module_name
+            for f in self._current(step)
+            if f.role == "producer" and f.phase == phase and f.module_name != module_name
+        )
+        if any(name.startswith(prefix) for name in inner):
+            return "propagator"
+        return "producer"
+
+    def _parameter_findings(self, event: OptimizerStepPreEvent) -> list[Finding]:
+        """The owner of the first non-finite selected gradient (if ``check_parameters``)."""
+        if not self.config.check_parameters:
+            return []
+        for name, p in event.parameters:
+            grad = p.grad
+            if grad is not None and not all_finite(grad._data):
+                owner, _, local = name.rpartition(".")
+                finding = Finding.of(
+                    owner, "step", f"{local}.grad", "producer", grad._data, event.step
+                )
+                self._note(finding)
+                return [finding]
+        return []
+
+    # ------------------------------------------------------------------ actions
+    def _warn(self, headline: Finding, propagators: Sequence[str]) -> None:
+        message = headline.describe(propagators)
+        warnings.warn(NonFiniteGradientWarning(message), stacklevel=_user_stacklevel())
+        if self.runtime is not None:
+            self.runtime.log.warning(
+                "nonfinite", plugin=PLUGIN_NAME, step=headline.step, message=message
+            )
+
+    def _zero(self, event: OptimizerStepPreEvent) -> None:
+        """Set the non-finite entries of the selected gradients to 0, in place."""
+        count = 0
+        for _, p in event.parameters:
+            grad = p.grad
+            if grad is not None and not all_finite(grad._data):
+                bad = ~np.isfinite(grad._data)
+                count += int(np.count_nonzero(bad))
+                grad.masked_fill_(hookgrad.from_numpy(bad), 0.0)  # bumps the version counter
+        self._emit(_record("zeroed", event.step, None, {"count": count}))
+
+    def _skip(self, event: OptimizerStepPreEvent, headline: Finding) -> Literal[False]:
+        """Veto the step and drop the selected gradients, so none is accumulated into the next."""
+        for _, p in event.parameters:
+            p.grad = None
+        data = {"reason": "nonfinite", "module": headline.module_name}
+        data |= {"phase": headline.phase, "tensor": headline.tensor}
+        self._emit(_record("skip_step", event.step, None, data))
+        return False
+
+    def _emit(self, record: dict[str, Any]) -> None:
+        if self.runtime is not None:
+            self.runtime.emit(record)
+
+
+# ---------------------------------------------------------------------- helpers
+def _first_nonfinite(values: Iterable[object]) -> tuple[int, np.ndarray] | None:
+    """The index and array of the first tensor in ``values`` with a NaN or Inf, if any.
+
+    Entries that are not tensors (None for a missing gradient, non-tensor arguments) are skipped.
+    """
+    for i, value in enumerate(values):
+        if isinstance(value, Tensor) and not all_finite(value._data):
+            return i, value._data
+    return None
+
+
+def _record(kind: str, step: int, module_name: str | None, data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "plugin": PLUGIN_NAME,
+        "kind": kind,
+        "step": step,
+        "module_name": module_name,
+        "data": data,
+    }
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside hookgrad (the user's ``optimizer.step()``).
+
+    Counted rather than fixed: the runtime's dispatch sits between that call and the plugin,
+    and its depth is not part of the contract.
+    """
+    level = 1  # the function calling warnings.warn
+    caller: FrameType | None = sys._getframe(1)
+    while caller is not None and caller.f_code.co_filename.startswith(_INTERNAL):
+        level, caller = level + 1, caller.f_back
+    return level
