@@ -1,0 +1,512 @@
+"""grad_stats: gradient statistics per parameter and per layer, checked against numpy and torch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+import hookgrad
+from hookgrad.hookspecs import OptimizerStepPreEvent, Stage, hookimpl, stage
+from hookgrad.nn.modules import module as registry
+from hookgrad.plugins.grad_stats import GradStats, per_layer_table
+from hookgrad.testing import EventCapture, capture_events
+
+GLOBAL_TABLES = (
+    registry._global_forward_pre_hooks,
+    registry._global_forward_hooks,
+    registry._global_forward_hooks_with_kwargs,
+    registry._global_forward_hooks_always_called,
+    registry._global_backward_pre_hooks,
+    registry._global_backward_hooks,
+)
+
+W0 = np.array([[1.0, -2.0, 0.0], [2.0, 0.5, -1.0]], dtype=np.float32)
+B0 = np.array([0.5, -0.5], dtype=np.float32)
+GW = np.array([[0.5, 0.0, -1.5], [2.0, -0.25, 0.0]], dtype=np.float32)
+GB = np.array([0.0, 3.0], dtype=np.float32)
+
+
+# ---------------------------------------------------------------------- helpers
+class Halve:
+    """A test-only clipper: halves every gradient in place at the CLIP stage, like grad_clip."""
+
+    @hookimpl(trylast=True)
+    @stage(Stage.CLIP)
+    def hookgrad_optimizer_step_pre(self, event: OptimizerStepPreEvent) -> None:
+        for _, p in event.parameters:
+            if p.grad is not None:
+                p.grad._data *= 0.5
+
+
+class VetoBeforeStats:
+    """Vetoes every step at the GUARD stage, as nan_guard does: grad_stats' step_pre never runs."""
+
+    @hookimpl(tryfirst=True)
+    @stage(Stage.GUARD)
+    def hookgrad_optimizer_step_pre(self) -> bool:
+        return False
+
+
+class VetoAfterStats:
+    """Vetoes every step after the pre-clip statistics were taken."""
+
+    @hookimpl(trylast=True)
+    @stage(Stage.CLIP)
+    def hookgrad_optimizer_step_pre(self) -> bool:
+        return False
+
+
+def linear_model() -> hookgrad.nn.Sequential:
+    """``Sequential(Linear(3, 2))`` with the weights W0, B0: parameters 0.weight and 0.bias."""
+    model = hookgrad.nn.Sequential(hookgrad.nn.Linear(3, 2))
+    with hookgrad.no_grad():
+        model[0].weight.copy_(hookgrad.tensor(W0))
+        model[0].bias.copy_(hookgrad.tensor(B0))
+    return model
+
+
+def step_with(
+    model: hookgrad.nn.Module, optimizer: hookgrad.optim.Optimizer, *grads: np.ndarray
+) -> None:
+    """One optimizer step with the parameters' gradients set by hand to ``grads``."""
+    for p, g in zip(model.parameters(), grads, strict=True):
+        p.grad = hookgrad.tensor(g)
+    optimizer.step()
+
+
+def run_linear(
+    *others: object,
+    steps: int = 1,
+    lr: float = 0.1,
+    grads: tuple[np.ndarray, np.ndarray] = (GW, GB),
+    model: hookgrad.nn.Sequential | None = None,
+    **config: Any,
+) -> tuple[EventCapture, hookgrad.nn.Sequential, GradStats]:
+    """GradStats (after ``others``) over ``steps`` SGD steps of the linear model with ``grads``."""
+    model = linear_model() if model is None else model
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=lr)
+    plugin = GradStats(GradStats.Config(summary=False, **config))
+    with capture_events(*others, ("grad_stats", plugin)) as capture:
+        capture.runtime.watch(model)
+        for _ in range(steps):
+            step_with(model, optimizer, *grads)
+    return capture, model, plugin
+
+
+def only(records: Sequence[Mapping[str, Any]], **match: Any) -> list[Mapping[str, Any]]:
+    """The records whose top-level fields or data fields equal ``match``."""
+
+    def field(record: Mapping[str, Any], key: str) -> Any:
+        return record[key] if key in record else record["data"].get(key)
+
+    return [r for r in records if all(field(r, k) == v for k, v in match.items())]
+
+
+def numpy_stats(g: np.ndarray) -> dict[str, Any]:
+    """The statistics grad_stats promises, computed directly in float64 over finite entries."""
+    finite = g[np.isfinite(g)].astype(np.float64)
+    return {
+        "norm": pytest.approx(float(np.sqrt((finite**2).sum())), rel=1e-6),
+        "mean": pytest.approx(float(finite.mean()), rel=1e-6),
+        "std": pytest.approx(float(finite.std()), rel=1e-6),
+        "max_abs": float(np.abs(finite).max()),
+        "min": float(finite.min()),
+        "max": float(finite.max()),
+        "zero_fraction": float((g == 0).sum() / g.size),
+        "nonfinite": int((~np.isfinite(g)).sum()),
+        "numel": g.size,
+    }
+
+
+# ---------------------------------------------------------------------- pre-clip statistics
+def test_param_grad_stats_equal_numpy() -> None:
+    """Each parameter's pre-clip record holds numpy's norm, mean, std, min, max, |g|, counts."""
+    _, _, plugin = run_linear()
+    pre = only(plugin.records, kind="param_grad", stage="pre_clip")
+    assert [(r["data"]["param"], r["module_name"], r["step"]) for r in pre] == [
+        ("0.weight", "0", 0),
+        ("0.bias", "0", 0),
+    ]
+    for record, grad in zip(pre, (GW, GB), strict=True):
+        stats = {k: v for k, v in record["data"].items() if k not in ("param", "stage")}
+        assert stats == numpy_stats(grad)
+
+
+def test_module_grad_aggregates_its_parameters() -> None:
+    """module_grad: the norm of all entries together, the largest |g|, zeros over all entries."""
+    _, _, plugin = run_linear()
+    (record,) = only(plugin.records, kind="module_grad", stage="pre_clip")
+    everything = np.concatenate([GW.ravel(), GB.ravel()]).astype(np.float64)
+    assert record["module_name"] == "0"
+    assert record["data"] == {
+        "stage": "pre_clip",
+        "norm": pytest.approx(float(np.linalg.norm(everything)), rel=1e-6),
+        "max_abs": 3.0,
+        "nonfinite": 0,
+        "zero_fraction": 3 / 8,
+        "numel": 8,
+    }
+
+
+def test_nonfinite_entries_are_counted_and_left_out_of_the_moments() -> None:
+    """NaN and Inf are counted in nonfinite; the moments cover the finite rest; no NaN leaks."""
+    bad = GW.copy()
+    bad[0, 0], bad[1, 2] = np.nan, -np.inf
+    capture, _, plugin = run_linear(grads=(bad, GB))
+    weight, _ = only(plugin.records, kind="param_grad", stage="pre_clip")
+    stats = {k: v for k, v in weight["data"].items() if k not in ("param", "stage")}
+    assert stats == numpy_stats(bad)
+    (module,) = only(plugin.records, kind="module_grad", stage="pre_clip")
+    assert module["data"]["nonfinite"] == 2
+    weight_post, _ = only(plugin.records, kind="param_grad", stage="post_clip")
+    assert weight_post["data"]["update_ratio"] is None  # the step wrote NaN into the weight
+    assert capture.of_plugin("grad_stats") == plugin.records  # JSON-safe: sinks got the same
+
+
+def test_records_are_json_form_and_reach_the_sinks() -> None:
+    """self.records equals what the sinks received, so it holds plain JSON values only."""
+    capture, _, plugin = run_linear(histogram_bins=3)
+    assert plugin.records == capture.of_plugin("grad_stats")
+    assert {r["kind"] for r in plugin.records} == {"param_grad", "module_grad"}
+
+
+# ---------------------------------------------------------------------- pre vs post clip
+def test_pre_clip_is_taken_before_clipping_and_post_clip_after() -> None:
+    """A CLIP-stage plugin registered first still runs after the pre-clip statistics."""
+    _, _, plugin = run_linear(Halve())
+    pre = only(plugin.records, kind="param_grad", stage="pre_clip")
+    post = only(plugin.records, kind="param_grad", stage="post_clip")
+    assert [r["data"]["max"] for r in pre] == [2.0, 3.0]
+    assert [r["data"]["max"] for r in post] == [1.0, 1.5]
+    for before, after in zip(pre, post, strict=True):
+        assert after["data"]["norm"] == pytest.approx(before["data"]["norm"] / 2, rel=1e-7)
+        assert after["data"]["skipped"] is False
+    module_pre, module_post = only(plugin.records, kind="module_grad")
+    assert module_post["data"]["norm"] == pytest.approx(module_pre["data"]["norm"] / 2)
+
+
+# ---------------------------------------------------------------------- update ratio
+def test_update_ratio_after_sgd_is_lr_times_grad_norm_over_weight_norm() -> None:
+    """Plain SGD moves W by lr * g: the ratio is lr * ||g|| / ||W||, per parameter and layer."""
+    _, _, plugin = run_linear(lr=0.1)
+    weight, bias = only(plugin.records, kind="param_grad", stage="post_clip")
+    norm = np.linalg.norm
+    assert weight["data"]["update_ratio"] == pytest.approx(0.1 * norm(GW) / norm(W0), rel=1e-5)
+    assert bias["data"]["update_ratio"] == pytest.approx(0.1 * norm(GB) / norm(B0), rel=1e-5)
+    (module,) = only(plugin.records, kind="module_grad", stage="post_clip")
+    grads = np.concatenate([GW.ravel(), GB.ravel()])
+    weights = np.concatenate([W0.ravel(), B0.ravel()])
+    expected = 0.1 * norm(grads) / norm(weights)
+    assert module["data"]["update_ratio"] == pytest.approx(expected, rel=1e-5)
+    assert all("update_ratio" not in r["data"] for r in only(plugin.records, stage="pre_clip"))
+
+
+def test_update_ratio_is_none_for_a_zero_weight() -> None:
+    """||W_before|| = 0 has no ratio: None, never a NaN or Inf in a record."""
+    model = linear_model()
+    with hookgrad.no_grad():
+        model[0].bias.zero_()
+    _, _, plugin = run_linear(model=model)
+    weight, bias = only(plugin.records, kind="param_grad", stage="post_clip")
+    assert bias["data"]["update_ratio"] is None
+    assert weight["data"]["update_ratio"] == pytest.approx(
+        0.1 * np.linalg.norm(GW) / np.linalg.norm(W0), rel=1e-5
+    )
+
+
+def test_update_ratio_off_keeps_no_weights() -> None:
+    """update_ratio = false: no update_ratio key and no weight copies."""
+    _, _, plugin = run_linear(update_ratio=False)
+    assert all("update_ratio" not in r["data"] for r in plugin.records)
+    assert plugin._before == {}
+
+
+# ---------------------------------------------------------------------- sampling and options
+def test_every_n_steps_samples_steps_0_n_2n() -> None:
+    """every_n_steps = 3 over 7 steps records steps 0, 3 and 6, pre and post."""
+    _, _, plugin = run_linear(steps=7, every_n_steps=3)
+    assert sorted({r["step"] for r in plugin.records}) == [0, 3, 6]
+    assert len(only(plugin.records, kind="module_grad")) == 6
+
+
+def test_per_parameter_off_emits_module_records_only() -> None:
+    """per_parameter = false: one module_grad record per stage, no param_grad."""
+    _, _, plugin = run_linear(per_parameter=False)
+    assert [(r["kind"], r["data"]["stage"]) for r in plugin.records] == [
+        ("module_grad", "pre_clip"),
+        ("module_grad", "post_clip"),
+    ]
+
+
+def _poked(values: np.ndarray, index: tuple[int, int], value: float) -> np.ndarray:
+    """A copy of ``values`` with ``values[index] = value``."""
+    out = values.copy()
+    out[index] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    "grad",
+    [
+        GW,
+        _poked(GW, (1, 1), np.nan),
+        _poked(GW, (0, 0), -np.inf),
+        np.full((2, 3), 0.25, dtype=np.float32),
+    ],
+    ids=["finite", "nan", "inf", "constant"],
+)
+def test_histogram_equals_numpy_over_finite_entries(grad: np.ndarray) -> None:
+    """histogram_bins: np.histogram of the finite entries, to the bit; counts sum to them."""
+    _, _, plugin = run_linear(grads=(grad, GB), histogram_bins=4)
+    weight, _ = only(plugin.records, kind="param_grad", stage="pre_clip")
+    finite = grad[np.isfinite(grad)]
+    counts, edges = np.histogram(finite, bins=4)
+    assert weight["data"]["histogram"] == {"counts": counts.tolist(), "edges": edges.tolist()}
+    assert sum(weight["data"]["histogram"]["counts"]) == finite.size
+
+
+@pytest.mark.parametrize(
+    "bias_grad",
+    [np.array([np.inf, np.nan], np.float32), np.array([-3e38, 3e38], np.float32)],
+    ids=["nothing-finite", "range-overflows"],
+)
+def test_histogram_is_none_when_numpy_cannot_bin(bias_grad: np.ndarray) -> None:
+    """No finite entry, or max - min overflows: histogram null, not an error; none on modules."""
+    _, _, plugin = run_linear(grads=(GW, bias_grad), histogram_bins=4)
+    _, bias = only(plugin.records, kind="param_grad", stage="pre_clip")
+    assert bias["data"]["histogram"] is None
+    assert all("histogram" not in r["data"] for r in only(plugin.records, kind="module_grad"))
+
+
+def test_grad_output_records_equal_numpy_and_need_the_option() -> None:
+    """grad_output = true: each module call's grad_output summarised (dloss/dy of a Linear)."""
+    model = hookgrad.nn.Sequential(hookgrad.nn.Linear(3, 2), hookgrad.nn.Tanh())
+    x = hookgrad.tensor(W0, requires_grad=True)
+    c = np.array([[1.0, -2.0], [0.0, 4.0]], dtype=np.float32)
+    plugin = GradStats(GradStats.Config(summary=False, grad_output=True))
+    with capture_events(("grad_stats", plugin)):
+        assert len(registry._global_backward_hooks) == 1
+        y = model(x)
+        (y * hookgrad.tensor(c)).sum().backward()
+    by_module = {r["module_name"]: r["data"] for r in only(plugin.records, kind="grad_output")}
+    assert set(by_module) == {"", "0", "1"}
+    assert by_module["1"] == {
+        "call_index": 0,
+        "norm": pytest.approx(float(np.linalg.norm(c)), rel=1e-6),
+        "max_abs": 4.0,
+        "nonfinite": 0,
+        "zero_fraction": 1 / 4,
+        "numel": 4,
+    }
+    linear_grad_output = c * (1 - y.detach().numpy() ** 2)  # through tanh
+    assert by_module["0"]["norm"] == pytest.approx(np.linalg.norm(linear_grad_output), rel=1e-6)
+    assert by_module[""]["norm"] == by_module["1"]["norm"]
+
+
+def test_default_config_installs_no_module_hook() -> None:
+    """grad_output = false: no hookgrad_full_backward implementation, no global module hook."""
+    plugin = GradStats(GradStats.Config(summary=False))
+    assert plugin.hookgrad_full_backward is None
+    model = linear_model()
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+    with capture_events(("grad_stats", plugin)) as capture:
+        capture.runtime.watch(model)
+        assert [len(table) for table in GLOBAL_TABLES] == [0] * 6
+        model(hookgrad.randn(4, 3)).sum().backward()
+        optimizer.step()
+        assert [len(table) for table in GLOBAL_TABLES] == [0] * 6
+    assert only(plugin.records, kind="module_grad")
+    assert not only(plugin.records, kind="grad_output")
+
+
+# ---------------------------------------------------------------------- skipped steps
+def test_step_vetoed_after_stats_has_pre_clip_and_skipped_post_clip() -> None:
+    """A veto after the STATS stage: pre_clip records, then post_clip skipped without a ratio."""
+    _, model, plugin = run_linear(VetoAfterStats())
+    assert np.array_equal(model[0].weight.detach().numpy(), W0)
+    post = only(plugin.records, stage="post_clip")
+    assert len(only(plugin.records, stage="pre_clip")) == len(post) == 3
+    assert all(r["data"]["skipped"] is True and r["data"]["update_ratio"] is None for r in post)
+    assert plugin._before == {}
+
+
+def test_step_vetoed_before_stats_has_skipped_post_clip_only() -> None:
+    """A veto at the GUARD stage: no pre_clip records; the post_clip ones say skipped."""
+    _, _, plugin = run_linear(VetoBeforeStats(), steps=2)
+    assert not only(plugin.records, stage="pre_clip")
+    post = only(plugin.records, kind="module_grad", stage="post_clip")
+    assert [(r["step"], r["data"]["skipped"], r["data"]["update_ratio"]) for r in post] == [
+        (0, True, None),
+        (1, True, None),
+    ]
+
+
+# ---------------------------------------------------------------------- selection and config
+def test_selectors_choose_the_owning_modules() -> None:
+    """modules / exclude / module_types select parameters by their owning module."""
+    model = hookgrad.nn.Sequential(
+        hookgrad.nn.Linear(3, 4), hookgrad.nn.Tanh(), hookgrad.nn.Linear(4, 2)
+    )
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+
+    def params_seen(**selection: Any) -> list[str]:
+        plugin = GradStats(GradStats.Config(summary=False, **selection))
+        with capture_events(("grad_stats", plugin)) as capture:
+            capture.runtime.watch(model)
+            optimizer.zero_grad()
+            model(hookgrad.randn(5, 3)).sum().backward()
+            optimizer.step()
+        return [
+            r["data"]["param"] for r in only(plugin.records, kind="param_grad", stage="pre_clip")
+        ]
+
+    assert params_seen() == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert params_seen(modules=["2"]) == ["2.weight", "2.bias"]
+    assert params_seen(exclude=["0"]) == ["2.weight", "2.bias"]
+    assert params_seen(module_types=["Tanh"]) == []
+
+
+def test_activated_by_entry_point_name_from_config(capsys: pytest.CaptureFixture[str]) -> None:
+    """[plugins.grad_stats] activates GradStats; records reach the memory sink; table printed."""
+    model = linear_model()
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+    config = {"plugins": {"grad_stats": {"every_n_steps": 2}}, "events": {"memory": True}}
+    with hookgrad.Runtime(config, environ={}) as rt:
+        rt.watch(model)
+        for _ in range(3):
+            step_with(model, optimizer, GW, GB)
+    plugin = rt.plugins["grad_stats"]
+    assert isinstance(plugin, GradStats) and plugin.config.every_n_steps == 2
+    assert rt.memory is not None
+    assert [r for r in rt.memory.records if r.get("plugin") == "grad_stats"] == plugin.records
+    assert sorted({r["step"] for r in plugin.records}) == [0, 2]
+    assert capsys.readouterr().out == per_layer_table(plugin.records) + "\n"
+
+
+def test_summary_off_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    """summary = false: nothing on stdout at the end of the run."""
+    run_linear()
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"every_n_steps": 0}, "every_n_steps\n  Input should be greater than or equal to 1"),
+        ({"histogram_bins": -1}, "histogram_bins\n  Input should be greater than or equal to 0"),
+        (
+            {"histogram_bins": 8, "per_parameter": False},
+            "histogram_bins\n  Value error, histogram_bins = 8 needs per_parameter = true",
+        ),
+        ({"every_n_step": 2}, "every_n_step\n  Extra inputs are not permitted"),
+    ],
+)
+def test_bad_config_names_the_field(settings: dict[str, Any], message: str) -> None:
+    """A bad value fails validation with a message naming the field and what is valid."""
+    with pytest.raises(ValidationError, match=message):
+        GradStats.Config(**settings)
+
+
+# ---------------------------------------------------------------------- the per-layer table
+def _pre(
+    step: int, module: str, norm: float, max_abs: float | None, nonfinite: int = 0
+) -> dict[str, Any]:
+    """A pre_clip module_grad record in its JSON form (only the keys the table reads)."""
+    data = {"stage": "pre_clip", "norm": norm, "max_abs": max_abs, "nonfinite": nonfinite}
+    return {
+        "plugin": "grad_stats",
+        "kind": "module_grad",
+        "step": step,
+        "module_name": module,
+        "data": data,
+    }
+
+
+def _post(
+    step: int,
+    module: str,
+    norm: float,
+    max_abs: float | None,
+    ratio: float | None,
+    skipped: bool = False,
+    nonfinite: int = 0,
+) -> dict[str, Any]:
+    """A post_clip module_grad record in its JSON form."""
+    record = _pre(step, module, norm, max_abs, nonfinite)
+    record["data"] |= {"stage": "post_clip", "skipped": skipped, "update_ratio": ratio}
+    return record
+
+
+def test_per_layer_table_text() -> None:
+    """One row per module from JSON records; a step vetoed before the stats still counts."""
+    records: list[dict[str, Any]] = [
+        {"event": "run_started", "level": "info"},  # a log entry: ignored
+        {"plugin": "grad_clip", "kind": "clip", "step": 0, "module_name": None, "data": {}},
+        _pre(0, "0", norm=2.0, max_abs=1.5),
+        _post(0, "0", norm=1.0, max_abs=1.0, ratio=0.01),
+        _pre(0, "", norm=0.5, max_abs=0.25),
+        _post(0, "", norm=0.5, max_abs=0.25, ratio=None),
+        _pre(1, "0", norm=4.0, max_abs=3.0),
+        _post(1, "0", norm=1.0, max_abs=0.75, ratio=0.03),
+        _post(2, "0", norm=0.0, max_abs=None, ratio=None, skipped=True, nonfinite=3),  # vetoed
+    ]
+    assert per_layer_table(records) == (
+        "module  steps  pre-clip last  pre-clip mean  pre-clip max  post-clip last  max |g|"
+        "  nonfinite  update ratio\n"
+        "0           3              4              3             4               1        3"
+        "          3          0.02\n"
+        "(root)      1            0.5            0.5           0.5             0.5     0.25"
+        "          0             -"
+    )
+
+
+def test_per_layer_table_without_module_records() -> None:
+    """No module_grad records (or only other plugins'): a one-line note instead of a table."""
+    assert per_layer_table([]) == "grad_stats: no module_grad records"
+    other = _pre(0, "0", norm=1.0, max_abs=1.0) | {"plugin": "mine"}
+    assert per_layer_table([other]) == "grad_stats: no module_grad records"
+
+
+# ---------------------------------------------------------------------- torch as the oracle
+def test_norms_and_update_ratios_match_torch_sgd_momentum() -> None:
+    """Over 3 SGD steps with momentum, norms and update ratios equal torch's."""
+    torch = pytest.importorskip("torch")
+    model = hookgrad.nn.Sequential(
+        hookgrad.nn.Linear(3, 4), hookgrad.nn.Tanh(), hookgrad.nn.Linear(4, 2)
+    )
+    reference = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    with torch.no_grad():
+        for (_, ours), theirs in zip(model.named_parameters(), reference.parameters(), strict=True):
+            theirs.copy_(torch.from_numpy(ours.detach().numpy().copy()))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 3)).astype(np.float32)
+    target = rng.standard_normal((5, 2)).astype(np.float32)
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    torch_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    expected: list[tuple[float, float]] = []
+    plugin = GradStats(GradStats.Config(summary=False))
+    with capture_events(("grad_stats", plugin)) as capture:
+        capture.runtime.watch(model)
+        for _ in range(3):
+            optimizer.zero_grad()
+            ((model(hookgrad.tensor(x)) - hookgrad.tensor(target)) ** 2).mean().backward()
+            optimizer.step()
+            torch_optimizer.zero_grad()
+            ((reference(torch.from_numpy(x)) - torch.from_numpy(target)) ** 2).mean().backward()
+            before = [p.detach().clone() for p in reference.parameters()]
+            torch_optimizer.step()
+            for p, w in zip(reference.parameters(), before, strict=True):
+                ratio = float(
+                    torch.linalg.vector_norm(p.detach() - w) / torch.linalg.vector_norm(w)
+                )
+                expected.append((float(torch.linalg.vector_norm(p.grad)), ratio))
+    pre = only(plugin.records, kind="param_grad", stage="pre_clip")
+    post = only(plugin.records, kind="param_grad", stage="post_clip")
+    assert [r["data"]["norm"] for r in pre] == pytest.approx([n for n, _ in expected], rel=1e-5)
+    assert [r["data"]["update_ratio"] for r in post] == pytest.approx(
+        [r for _, r in expected], rel=1e-4
+    )
