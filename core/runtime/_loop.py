@@ -57,6 +57,8 @@ _DEFAULT_CONFIG: Final = PluginConfig()
 
 # (qualified name, parameter, owning module's name, owning module's class name)
 _Named: TypeAlias = list[tuple[str, Any, str, str]]
+# id(parameter) -> (qualified name, owner's name, owner's class, owner's _parameters, key)
+_Owner: TypeAlias = tuple[str, str, str, dict[str, Any], str]
 
 
 class LoopHooks:
@@ -79,6 +81,10 @@ class LoopHooks:
         self._handles: dict[str, RemovableHandle] = {}
         self._shapes: dict[str, Any] = {}  # kind -> what the installed hook was built for
         self._watched: weakref.WeakKeyDictionary[Any, None] = weakref.WeakKeyDictionary()
+        self._owners: dict[int, _Owner] = {}
+        self._owner_roots: tuple[int, ...] = ()
+        # (plugin name, module name, module class) -> whether the plugin selects the module
+        self._selects: dict[tuple[str, str, str], bool] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def attach(self) -> None:
@@ -99,6 +105,7 @@ class LoopHooks:
         if not self._attached:
             return
         self._listeners = {hook: self._listeners_of(hook) for hook in LOOP_HOOKS}
+        self._selects.clear()
         begin, end = self._listeners[BACKWARD_BEGIN], self._listeners[BACKWARD_END]
         counting = any(self._listeners.values()) or any(
             self._listeners_of(hook) for hook in MODULE_HOOKS
@@ -156,7 +163,7 @@ class LoopHooks:
             event = OptimizerStepPreEvent(
                 step=self.bridge.step,
                 optimizer_type=kind,
-                parameters=_selected(named, listener.config),
+                parameters=self._selected(named, listener),
             )
             if self._call(listener, event) is False:
                 self._after_step(optimizer, named, vetoed_by=listener.name)
@@ -175,7 +182,7 @@ class LoopHooks:
                 event = OptimizerStepPostEvent(
                     step=self.bridge.step,
                     optimizer_type=type(optimizer).__name__,
-                    parameters=_selected(named, listener.config),
+                    parameters=self._selected(named, listener),
                     skipped=vetoed_by is not None,
                     vetoed_by=vetoed_by,
                 )
@@ -187,24 +194,63 @@ class LoopHooks:
         self._watched[module] = None
 
     def named_parameters(self, optimizer: Any) -> _Named:
-        """The optimizer's parameters with qualified names and owners (see the module doc)."""
-        owners: dict[int, tuple[str, str, str]] = {}
-        for root in (*self._watched.keys(), *self.bridge.naming_roots()):
-            for module_name, module in root.named_modules():
-                for key, p in module._parameters.items():
-                    if p is not None and id(p) not in owners:
-                        qualified = f"{module_name}.{key}" if module_name else key
-                        owners[id(p)] = (qualified, module_name, type(module).__name__)
+        """The optimizer's parameters with qualified names and owners (see the module doc).
+
+        Owners are looked up in a table kept across steps, built from the naming roots and
+        rebuilt only when the roots change or an entry went stale (its module no longer holds
+        that parameter under that name), so a step costs a dict lookup per parameter rather
+        than a walk over every module.
+        """
+        roots = (*self._watched.keys(), *self.bridge.naming_roots())
+        if tuple(map(id, roots)) != self._owner_roots:
+            self._rebuild_owners(roots)
         named: _Named = []
+        rebuilt = False
         for group in optimizer.param_groups:
             names = group.get("param_names")
             for j, p in enumerate(group["params"]):
-                owner = owners.get(id(p))
+                owner = self._owner(p)
+                if owner is None and not rebuilt and self._owners:
+                    self._rebuild_owners(roots)  # the structure may have changed
+                    rebuilt = True
+                    owner = self._owner(p)
                 if owner is None and names is not None:
                     owner = (names[j], names[j].rpartition(".")[0], "")
                 name, module_name, module_type = owner or (f"param{len(named)}", "", "")
                 named.append((name, p, module_name, module_type))
         return named
+
+    def _rebuild_owners(self, roots: tuple[Any, ...]) -> None:
+        owners: dict[int, _Owner] = {}
+        for root in roots:
+            for module_name, module in root.named_modules():
+                params = module._parameters
+                for key, p in params.items():
+                    if p is not None and id(p) not in owners:
+                        qualified = f"{module_name}.{key}" if module_name else key
+                        owners[id(p)] = (qualified, module_name, type(module).__name__, params, key)
+        self._owners = owners
+        self._owner_roots = tuple(map(id, roots))
+
+    def _owner(self, p: Any) -> tuple[str, str, str] | None:
+        """``p``'s (qualified name, owner name, owner class) if the table's entry still holds."""
+        entry = self._owners.get(id(p))
+        if entry is None or entry[3].get(entry[4]) is not p:
+            return None
+        return entry[0], entry[1], entry[2]
+
+    def _selected(self, named: _Named, listener: _Listener) -> tuple[tuple[str, Any], ...]:
+        """The (name, parameter) pairs whose owning module ``listener``'s config selects."""
+        memo = self._selects
+        pairs = []
+        for name, p, module_name, module_type in named:
+            key = (listener.name, module_name, module_type)
+            chosen = memo.get(key)
+            if chosen is None:
+                chosen = memo[key] = listener.config.selects(module_name, module_type)
+            if chosen:
+                pairs.append((name, p))
+        return tuple(pairs)
 
     # ------------------------------------------------------------------ errors
     def _call(self, listener: _Listener, event: RunEvent) -> Any:
@@ -240,12 +286,3 @@ class LoopHooks:
             self.bridge.disabled.add(listener.name)
             self.bridge.refresh()
             self.refresh()
-
-
-def _selected(named: _Named, config: PluginConfig) -> tuple[tuple[str, Any], ...]:
-    """The (name, parameter) pairs whose owning module ``config`` selects."""
-    return tuple(
-        (name, p)
-        for name, p, module_name, module_type in named
-        if config.selects(module_name, module_type)
-    )

@@ -301,7 +301,7 @@ class Runtime:
         """
         if not isinstance(record, PluginRecord):
             record = PluginRecord.model_validate({"step": self.step, **record})
-        self._sinks.write(record.model_dump(mode="json"))
+        self._sinks.write(record.summary())
 
     def _log_plugin_error(
         self, *, plugin: str, hook: str, module: str, phase: str, error: BaseException

@@ -439,6 +439,26 @@ def test_parameters_are_named_from_named_parameters_or_by_index():
     assert plugin.pre == [(0, ["weight", "bias"]), (1, ["param0", "param1"])]
 
 
+def test_parameter_names_follow_changes_to_the_model():
+    """Names are cached across steps but follow a parameter moved to another module."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    plugin = _Veto()
+    with _isolated() as rt:
+        rt.register(plugin, name="veto")
+        rt.watch(model)
+        opt = optim.SGD(model.parameters(), lr=0.1)
+        opt.step()
+        shared = model[0].weight
+        del model[0].weight  # the first layer's weight now lives in a new module
+        model.add_module("extra", nn.Module())
+        model.extra.w = shared
+        opt.step()
+    assert plugin.pre == [
+        (0, ["0.weight", "0.bias", "1.weight", "1.bias"]),
+        (1, ["extra.w", "0.bias", "1.weight", "1.bias"]),
+    ]
+
+
 class _Faulty:
     class Config(PluginConfig):
         pass
