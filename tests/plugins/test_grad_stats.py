@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, Literal
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from pydantic import ValidationError
 
 import hookgrad
 from hookgrad.hookspecs import OptimizerStepPreEvent, Stage, hookimpl, stage
 from hookgrad.nn.modules import module as registry
+from hookgrad.plugins import grad_stats as gs
 from hookgrad.plugins.grad_stats import GradStats, per_layer_table
 from hookgrad.testing import EventCapture, capture_events
 
@@ -409,6 +416,264 @@ def test_bad_config_names_the_field(settings: dict[str, Any], message: str) -> N
     """A bad value fails validation with a message naming the field and what is valid."""
     with pytest.raises(ValidationError, match=message):
         GradStats.Config(**settings)
+
+
+# ---------------------------------------------------------------------- batched statistics
+# Small gradients are summarised together (one float64 copy, one reduceat per statistic);
+# these tests pin that a batch gives array_stats' numbers: the extremes and counts exactly,
+# norm, mean and std to within the rounding of the two computations.
+
+FAST = settings(max_examples=150, deadline=None)
+SUMMARY_KEYS = [
+    "norm",
+    "mean",
+    "std",
+    "max_abs",
+    "min",
+    "max",
+    "zero_fraction",
+    "nonfinite",
+    "numel",
+]
+EXACT_KEYS = ("max_abs", "min", "max", "zero_fraction", "nonfinite", "numel")
+NONFINITE = (math.nan, math.inf, -math.inf)
+
+
+def _work_eps(dtype: np.dtype[Any]) -> tuple[float, float]:
+    """Machine epsilon and smallest subnormal of the dtype array_stats computes ``dtype`` in."""
+    if dtype.kind != "f":
+        work: Any = np.float64
+    elif dtype.itemsize < 4:
+        work = np.float32
+    else:
+        work = dtype
+    info = np.finfo(work)
+    return float(info.eps), float(info.smallest_subnormal)
+
+
+def assert_equals_array_stats(got: Mapping[str, Any], array: np.ndarray) -> None:
+    """``got`` is ``_grad_summary(array)``: the same keys in the same order, exact extremes and
+    counts, and norm, mean and std within both sides' summation error.
+
+    Bounds, with eps and the subnormal step of array_stats' working dtype and the float64
+    finite entries x (n of them): a sum of squares is off by at most n eps sum(x**2) per side,
+    plus n subnormal steps where float32 squares underflow; a mean by eps sum(|x|) per side;
+    the variance by what those two do to ``ss / n - mean**2``. Arrays with non-finite entries
+    or squares overflowing float64 must take array_stats' own path: equal to the bit.
+    """
+    want = gs._grad_summary(array)
+    assert list(got) == list(want) == SUMMARY_KEYS
+    assert {k: got[k] for k in EXACT_KEYS} == {k: want[k] for k in EXACT_KEYS}
+    x = array.astype(np.float64).ravel()
+    x = x[np.isfinite(x)]
+    with np.errstate(over="ignore"):
+        ss = float(np.sum(x * x))
+    if want["nonfinite"] or not math.isfinite(ss) or x.size == 0:
+        assert got == want
+        return
+    eps, subnormal = _work_eps(array.dtype)
+    n, mean = x.size, want["mean"]
+    ss_err = 2 * n * eps * ss + n * subnormal + 4e-16 * ss
+    mean_err = 2 * eps * float(np.abs(x).sum()) + 4e-16 * abs(mean)
+    var_err = ss_err / n + 2 * abs(mean) * mean_err + mean_err**2 + 4e-16 * ss / n
+    assert abs(got["norm"] ** 2 - want["norm"] ** 2) <= ss_err
+    assert abs(got["mean"] - mean) <= mean_err
+    spread = got["std"] + want["std"]
+    std_err = min(math.sqrt(var_err), var_err / spread) if spread else 0.0
+    assert abs(got["std"] - want["std"]) <= std_err
+
+
+@st.composite
+def gradient(draw: st.DrawFn) -> np.ndarray:
+    """One gradient: float32 or float64, 0 to 3 dims of 0 to 5 (so empty and 1-entry ones),
+    with moderate values, values of any size (subnormals, huge ones whose squares overflow),
+    those and NaN/±Inf, one repeated value (variance cancels), or an offset plus noise."""
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    width: Literal[32, 64] = 32 if dtype is np.float32 else 64
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5))
+    # Below 2**1023: array_stats cannot rescale larger entries (see the xfail test below).
+    largest = float(np.finfo(np.float32).max) if width == 32 else 2.0**1022
+    wide = st.floats(-largest, largest, width=width)
+    kind = draw(
+        st.sampled_from(["moderate", "moderate", "wide", "nonfinite", "constant", "offset"])
+    )
+    if kind == "constant":
+        return np.full(shape, draw(wide | st.sampled_from(NONFINITE)), dtype=dtype)
+    elements = {
+        "moderate": st.floats(-1e3, 1e3, width=width),
+        "wide": wide,
+        "nonfinite": wide | st.sampled_from(NONFINITE),
+        "offset": st.floats(1e4, 1e4 + 2**-6, width=width),
+    }[kind]
+    return draw(hnp.arrays(dtype, shape, elements=elements))
+
+
+@FAST
+@given(st.lists(gradient(), min_size=3, max_size=8))
+def test_batched_summaries_equal_array_stats(grads: list[np.ndarray]) -> None:
+    """Any mix of gradients: each summary equals array_stats' (see assert_equals_array_stats)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the batch's NaN/Inf/overflow arithmetic stays silent
+        summaries = gs._grad_summaries(grads)
+    assert len(summaries) == len(grads)
+    for summary, grad in zip(summaries, grads, strict=True):
+        assert_equals_array_stats(summary, grad)
+
+
+@pytest.mark.xfail(raises=OverflowError, strict=True, reason="array_stats: 2**(exponent+1)")
+def test_entries_past_2_pow_1023_are_summarised() -> None:
+    """A float64 entry of 2**1023 or more: array_stats' rescaling overflows (a known bug in
+    hookspecs/_stats.py, not the batch's: the gradient goes to array_stats either way)."""
+    gs._grad_summaries([np.array([2.0**1023, 1.0])] * 3)
+
+
+@pytest.mark.parametrize(
+    "dtype", [np.float16, np.int32, np.uint8, np.bool_], ids=lambda d: np.dtype(d).name
+)
+def test_batched_summaries_cast_as_array_stats_does(dtype: Any) -> None:
+    """float16 (squares past 65504), integers and bools: batched, with array_stats' numbers."""
+    values = np.array([300.0, -2.0, 0.0, 1.0, 7.0, 0.0], dtype=np.float64)
+    if dtype is np.uint8:
+        values = np.abs(values) % 256
+    grads = [values.astype(dtype).reshape(2, 3), values[:4].astype(dtype), values.astype(dtype)]
+    assert gs._plan(grads, [g.dtype in gs._REAL for g in grads], 4096, 3)[0] == []
+    for summary, grad in zip(gs._grad_summaries(grads), grads, strict=True):
+        assert_equals_array_stats(summary, grad)
+
+
+def test_batch_hands_nonfinite_and_cancelling_arrays_to_array_stats() -> None:
+    """NaN/Inf, float64 squares overflowing, constant arrays: array_stats' own numbers, exactly."""
+    finite = np.linspace(-1.0, 2.0, 12, dtype=np.float32).reshape(3, 4)
+    grads = [
+        finite,
+        _poked(finite, (0, 1), np.nan),
+        np.array([np.inf, -1.0, 0.0], dtype=np.float32),
+        np.array([1e200, -3e250, 2.0]),  # float64 squares overflow: array_stats rescales
+        np.array([1e200, -1e200, 2.0]),  # the same, with a mean whose square is finite
+        np.full(7, 0.1, dtype=np.float32),  # variance cancels: array_stats takes two passes
+        np.zeros((0, 3), dtype=np.float32),
+        np.array([np.nan, np.nan]),
+    ]
+    summaries = gs._grad_summaries(grads)
+    for summary, grad in zip(summaries[1:], grads[1:], strict=True):
+        assert summary == gs._grad_summary(grad)
+    assert_equals_array_stats(summaries[0], finite)
+    assert summaries[5]["std"] == 0.0 and summaries[6]["numel"] == 0
+
+
+def test_batched_float32_statistics_are_float64_accurate() -> None:
+    """The batch sums float32 gradients in float64: mean and norm match a float64 reference."""
+    rng = np.random.default_rng(0)
+    grads = [(rng.standard_normal(s) + 3.0).astype(np.float32) for s in (4096, 640, 64, 10)]
+    for summary, grad in zip(gs._grad_summaries(grads), grads, strict=True):
+        x = grad.astype(np.float64)
+        assert summary["mean"] == pytest.approx(x.mean(), rel=1e-13)
+        assert summary["norm"] == pytest.approx(np.linalg.norm(x), rel=1e-13)
+        assert summary["std"] == pytest.approx(x.std(), rel=1e-12)
+
+
+def test_plan_batches_small_real_arrays_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Empty, large, complex arrays and batches of too few arrays go alone; batches are cut at
+    _BATCH_ENTRIES entries, their bounds are where each array starts, then the total."""
+    arrays = [np.zeros(3), np.zeros(0), np.zeros(5), np.zeros(2, complex), np.zeros(2), np.ones(2)]
+    ok = [a.dtype in gs._REAL for a in arrays]
+    assert gs._plan(arrays, ok, largest=4, fewest=3) == ([1, 2, 3], [([0, 4, 5], [0, 3, 5, 7])])
+    assert gs._plan(arrays, ok, largest=4, fewest=4) == ([1, 2, 3, 0, 4, 5], [])
+    monkeypatch.setattr(gs, "_BATCH_ENTRIES", 5)
+    assert gs._plan(arrays, ok, largest=4, fewest=2) == ([1, 2, 3, 5], [([0, 4], [0, 3, 5])])
+
+
+def test_chunked_batches_give_the_same_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cutting the batch into smaller ones changes no number: each array is reduced alone."""
+    rng = np.random.default_rng(1)
+    grads = [rng.standard_normal(size).astype(np.float32) for size in (5, 9, 1, 7, 8, 3)]
+    whole = gs._grad_summaries(grads)
+    monkeypatch.setattr(gs, "_BATCH_ENTRIES", 10)
+    monkeypatch.setattr(gs, "_BATCH_FEWEST", 1)
+    assert gs._plan(grads, [True] * 6, 4096, 1)[1][0] == ([0], [0, 5])  # really cut
+    assert gs._grad_summaries(grads) == whole
+
+
+def test_batched_update_norms_equal_the_single_array_path() -> None:
+    """(||W_after - W_before||, ||W_before||) from a batch equal the per-weight computation,
+    with NaN weights, a weight whose dtype changed and float64 squares that overflow too."""
+    rng = np.random.default_rng(2)
+    before = {f"{i}.weight": rng.standard_normal((3, i + 1)).astype(np.float32) for i in range(8)}
+    after = {
+        name: w - np.float32(0.01) * rng.standard_normal(w.shape) for name, w in before.items()
+    }
+    after = {name: w.astype(np.float32) for name, w in after.items()}
+    after["1.weight"][0, 0] = np.nan
+    before["8.bias"], after["8.bias"] = np.zeros(4, np.float32), np.ones(4, np.float32)
+    before["9.bias"], after["9.bias"] = np.ones((2, 3), np.float32), np.zeros((2, 3))
+    before["10.bias"], after["10.bias"] = np.array([1e200, 1.0]), np.array([-1e200, 1.0])
+    parameters = [(name, SimpleNamespace(_data=w)) for name, w in after.items()]
+    got = gs._moves(before, parameters)
+    assert list(got) == list(after)
+    for name, (moved, base) in got.items():
+        want = (gs._l2_norm(after[name] - before[name]), gs._l2_norm(before[name]))
+        assert (moved, base) == pytest.approx(want, rel=1e-6, nan_ok=True)
+    assert math.isnan(got["1.weight"][0])
+    assert got["10.bias"][0] == math.inf
+
+
+def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Count the calls of grad_stats' function ``name``: the batch paths must really run."""
+    calls: list[int] = []
+    real = getattr(gs, name)
+
+    def counted(*args: Any) -> Any:
+        calls.append(len(args[0]))
+        return real(*args)
+
+    monkeypatch.setattr(gs, name, counted)
+    return calls
+
+
+def test_many_parameters_records_equal_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the plugin, a batch of 8 gradients: records equal numpy, keys in their order."""
+    batches = spy(monkeypatch, "_batch_summaries")
+    model = hookgrad.nn.Sequential(*(hookgrad.nn.Linear(3, 3) for _ in range(4)))
+    rng = np.random.default_rng(3)
+    grads = [rng.standard_normal(p.shape).astype(np.float32) for p in model.parameters()]
+    grads[2][1, 1], grads[5][:] = np.inf, 0.0
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+    plugin = GradStats(GradStats.Config(summary=False))
+    with capture_events(("grad_stats", plugin)) as capture:
+        capture.runtime.watch(model)
+        step_with(model, optimizer, *grads)
+    assert batches == [8, 8]  # pre_clip and post_clip
+    pre = only(plugin.records, kind="param_grad", stage="pre_clip")
+    assert [list(r["data"]) for r in pre] == [["param", "stage", *SUMMARY_KEYS]] * 8
+    for record, grad in zip(pre, grads, strict=True):
+        stats = {k: v for k, v in record["data"].items() if k not in ("param", "stage")}
+        assert stats == numpy_stats(grad)
+    post = only(plugin.records, kind="param_grad", stage="post_clip")
+    assert list(post[0]["data"]) == ["param", "stage", "skipped", *SUMMARY_KEYS, "update_ratio"]
+    modules = only(plugin.records, kind="module_grad", stage="pre_clip")
+    assert [r["data"]["nonfinite"] for r in modules] == [0, 1, 0, 0]
+    assert modules[2]["data"]["zero_fraction"] == 3 / 12
+
+
+def test_many_parameters_update_ratios_are_lr_times_grad_over_weight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """8 weights, so their norms come from one batch: plain SGD's ratio lr * ||g|| / ||W||."""
+    batches = spy(monkeypatch, "_batch_moves")
+    model = hookgrad.nn.Sequential(*(hookgrad.nn.Linear(3, 3) for _ in range(4)))
+    weights = [p.detach().numpy().copy() for p in model.parameters()]
+    rng = np.random.default_rng(4)
+    grads = [rng.standard_normal(w.shape).astype(np.float32) for w in weights]
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+    plugin = GradStats(GradStats.Config(summary=False))
+    with capture_events(("grad_stats", plugin)) as capture:
+        capture.runtime.watch(model)
+        step_with(model, optimizer, *grads)
+    assert batches == [8]
+    post = only(plugin.records, kind="param_grad", stage="post_clip")
+    norm = np.linalg.norm
+    expected = [0.1 * norm(g) / norm(w) for g, w in zip(grads, weights, strict=True)]
+    assert [r["data"]["update_ratio"] for r in post] == pytest.approx(expected, rel=1e-5)
 
 
 # ---------------------------------------------------------------------- the per-layer table
