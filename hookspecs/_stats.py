@@ -119,7 +119,8 @@ def _finite_part(x: np.ndarray, summary: TensorSummary) -> tuple[np.ndarray, flo
     """The finite entries of ``x`` in float64, over ``scale``, their sum of squares, ``scale``.
 
     Counts the non-finite entries into ``summary``. ``scale`` is 1 unless the squares overflow
-    even in float64; then it is the power of two above the largest magnitude (exact to undo).
+    even in float64; then it is the power of two at or just below the largest magnitude (exact
+    to undo).
     """
     finite = np.isfinite(x)
     kept = int(np.count_nonzero(finite))
@@ -133,7 +134,9 @@ def _finite_part(x: np.ndarray, summary: TensorSummary) -> tuple[np.ndarray, flo
     ss = float(np.vdot(x, x))
     if math.isfinite(ss):
         return x, ss, 1.0
-    scale = math.ldexp(1.0, math.frexp(float(np.abs(x).max()))[1])
+    # 2**(e - 1) <= max |x| < 2**e; dividing by 2**(e - 1), not 2**e, keeps the scale finite
+    # for entries at 2**1023 and above.
+    scale = math.ldexp(1.0, math.frexp(float(np.abs(x).max()))[1] - 1)
     x = x / scale
     return x, float(np.vdot(x, x)), scale
 

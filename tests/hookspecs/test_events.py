@@ -222,6 +222,8 @@ def test_summary_of_huge_finite_values_is_finite() -> None:
     assert big32["norm"] == pytest.approx(5e20, rel=1e-6) and big32["nonfinite"] == 0
     big64 = tensor_stats(hookgrad.tensor([3e200, -4e200], dtype=hookgrad.float64))
     assert big64["norm"] == pytest.approx(5e200) and big64["std"] == pytest.approx(3.5e200)
+    top = tensor_stats(hookgrad.tensor([1e308, -1e308], dtype=hookgrad.float64))  # >= 2**1023
+    assert top["norm"] == pytest.approx(math.sqrt(2) * 1e308) and top["std"] == 1e308
 
 
 def test_summary_std_when_the_mean_dominates() -> None:
