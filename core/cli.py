@@ -1,7 +1,8 @@
-"""The ``hookgrad`` command (also ``python -m hookgrad``): plugins, config, and the demo run.
+"""The ``hookgrad`` command (also ``python -m hookgrad``): plugins, config, the demo and its report.
 
-The commands use the services that exist without a ``Runtime``: ``load_config`` and the
-``PluginCatalog``. What they take from the outside world sits in ``CliState``, click's context
+``plugins`` and ``config`` use the services that exist without a ``Runtime``: ``load_config``
+and the ``PluginCatalog``; ``demo`` trains under a ``Runtime`` with the config's plugins, and
+``report`` redraws a saved event log (:mod:`hookgrad._report`). What they take from the outside world sits in ``CliState``, click's context
 object, so tests pass a fake catalog as ``obj``. A user error (a bad config, a bad option)
 prints one message naming the culprit and exits non-zero, never a traceback: 2 for a config
 hookgrad cannot use (as for a bad option), 1 for anything else.
@@ -12,8 +13,11 @@ hookgrad cannot use (as for a bad option), 1 for anything else.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -23,7 +27,8 @@ import pluggy
 
 import hookgrad
 
-from ._demo import StepRecord, train
+from ._demo import MODELS, NanInjection, StepRecord, Task, final_line, make_task, run
+from ._report import findings, gradient_flow, read_events, render_svg
 from .hookspecs import PROJECT_NAME, specs
 from .runtime import (
     ENTRY_POINT_GROUP,
@@ -33,6 +38,7 @@ from .runtime import (
     PluginCatalog,
     PluginLoadError,
     PluginSource,
+    Runtime,
     RuntimeConfig,
     load_class_path,
     load_config,
@@ -299,16 +305,75 @@ def show(file: Path | None) -> None:
 # hookgrad demo
 # --------------------------------------------------------------------------------------------
 
+EVENTS_FILE: Final = "events.jsonl"
+PICTURE_FILE: Final = "gradient_flow.svg"
+LOSS_FILE: Final = "loss.csv"
+_NO_DEMO_PLUGINS: Final = (
+    "no gradient plugin is active (no config, or one without [plugins.NAME] tables): training "
+    "plainly; from a checkout, add --config examples/hookgrad.toml to see them at work"
+)
 
-@contextmanager
-def _loss_log(out: Path | None) -> Iterator[Callable[[StepRecord], None] | None]:
-    """A step callback writing ``out/loss.csv`` row by row (flushed, so a crash keeps rows)."""
-    if out is None:
-        yield None
-        return
-    path = out / "loss.csv"
+
+class NanInjectionType(click.ParamType):
+    """``--inject-nan STEP:MODULE`` as a :class:`NanInjection`; bad syntax is a usage error."""
+
+    name = "STEP:MODULE"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> NanInjection:
+        if isinstance(value, NanInjection):
+            return value
+        try:
+            return NanInjection.parse(str(value))
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+def _prepare_out(out: Path) -> None:
+    """Create ``out``; drop an old event log there (the sink appends; a log holds one run)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
+        (out / EVENTS_FILE).unlink(missing_ok=True)
+    except OSError as error:
+        raise click.ClickException(f"cannot write to {out}: {error.strerror}") from None
+
+
+def _demo_runtime(config_file: Path | None, out: Path | None) -> Runtime | None:
+    """A runtime with the config's plugins, events to memory and to ``out/events.jsonl``.
+
+    The config is ``config_file`` or found as the runtime finds it. None, after a hint line,
+    when no plugin is active: the demo then trains plainly.
+    """
+    events: dict[str, object] = {"memory": True}
+    if out is not None:
+        events["jsonl"] = str(out / EVENTS_FILE)
+    try:
+        runtime = Runtime(config_file, overrides={"events": events})
+    except ConfigError as error:
+        raise ConfigFailure(str(error)) from None
+    except PluginLoadError as error:
+        raise click.ClickException(str(error)) from None
+    if runtime.plugins:
+        return runtime
+    runtime.close()
+    if out is not None:
+        (out / EVENTS_FILE).unlink(missing_ok=True)
+    click.echo(_NO_DEMO_PLUGINS)
+    return None
+
+
+@contextmanager
+def _loss_log(path: Path | None) -> Iterator[Callable[[StepRecord], None]]:
+    """A step callback writing ``path`` (loss.csv) row by row, flushed so a crash keeps rows.
+
+    Without a path the callback does nothing. The accuracy cell is empty on steps where it
+    was not measured.
+    """
+    if path is None:
+        yield lambda record: None
+        return
+    try:
         f = path.open("w", newline="", encoding="utf-8")
     except OSError as error:
         raise click.ClickException(f"cannot write {path}: {error.strerror}") from None
@@ -317,35 +382,194 @@ def _loss_log(out: Path | None) -> Iterator[Callable[[StepRecord], None] | None]
         writer.writerow(["step", "loss", "accuracy"])
 
         def write(record: StepRecord) -> None:
-            writer.writerow([record.step, record.loss, record.accuracy])
+            accuracy = "" if record.accuracy is None else record.accuracy
+            writer.writerow([record.step, record.loss, accuracy])
             f.flush()
 
         yield write
-    click.echo(f"wrote {path}")
+
+
+@contextmanager
+def _progress(records: Iterator[StepRecord], steps: int) -> Iterator[Iterable[StepRecord]]:
+    """On a terminal, a progress bar with step and loss; elsewhere, a line per logged step."""
+    if not sys.stdout.isatty():
+        yield (_echo_logged(record, steps) for record in records)
+        return
+
+    def show(record: StepRecord | None) -> str | None:
+        return None if record is None else f"step {record.step}/{steps}  loss {record.loss:.4f}"
+
+    with click.progressbar(
+        records, length=steps, label="training", show_eta=False, item_show_func=show
+    ) as bar:
+        yield bar
+
+
+def _echo_logged(record: StepRecord, steps: int) -> StepRecord:
+    if record.accuracy is not None:
+        click.echo(record.line(steps))
+    return record
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Hide torch's warning that full backward hooks fire for a module whose inputs need no
+    gradient: in the demo that is the first layer (its input is the data), as expected."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Full backward hook is firing", category=UserWarning
+        )
+        yield
+
+
+def _write_picture(records: list[dict[str, object]], path: Path) -> None:
+    """The gradient-flow SVG of ``records`` at ``path``."""
+    try:
+        path.write_text(render_svg(gradient_flow(records)), encoding="utf-8", newline="\n")
+    except OSError as error:
+        raise click.ClickException(f"cannot write {path}: {error.strerror}") from None
+
+
+def _after_run(runtime: Runtime | None, out: Path | None) -> None:
+    """What the plugins found, the picture, and the files written."""
+    records = runtime.memory.records if runtime is not None and runtime.memory else None
+    if records is not None:
+        for line in findings(records):
+            click.echo(line)
+    if out is None:
+        if records is not None:
+            click.echo("(--out DIR saves the event log, the gradient-flow picture and loss.csv)")
+        return
+    written = [out / LOSS_FILE]
+    if records is not None:
+        _write_picture(records, out / PICTURE_FILE)
+        written = [out / EVENTS_FILE, out / PICTURE_FILE, *written]
+    for path in written:
+        click.echo(f"wrote {path}")
+
+
+def _train(
+    task: Task,
+    steps: int,
+    log_every: int,
+    runtime: Runtime | None,
+    inject_nan: NanInjection | None,
+    loss_csv: Path | None,
+) -> None:
+    """Train inside the runtime (closed at the end), showing progress, writing loss.csv."""
+    start = time.perf_counter()
+    with runtime or nullcontext(), _loss_log(loss_csv) as on_step, _quiet():
+        records = run(task, steps, log_every, runtime=runtime, inject_nan=inject_nan)
+        with _progress(records, steps) as progress:
+            for record in progress:
+                on_step(record)
+        click.echo(final_line(task.accuracy(), steps, time.perf_counter() - start))
 
 
 @main.command()
 @click.option("--steps", type=click.IntRange(min=1), default=200, show_default=True)
-@click.option("--log-every", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "--log-every",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Measure the accuracy (and print a line, when not on a terminal) every N steps.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Data and weight-init seed.")
+@click.option(
+    "--model",
+    "model_name",
+    type=click.Choice(sorted(MODELS)),
+    default="mlp",
+    show_default=True,
+    help="mlp: a 2-64-64-1 MLP on two spirals; cnn: a small CNN on noisy 8x8 digit glyphs.",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Directory for loss.csv (step, loss, accuracy after the step); created if missing.",
+    help=f"Directory for {EVENTS_FILE}, {PICTURE_FILE} and {LOSS_FILE} (created; replaced).",
 )
 @click.option(
     "--config",
     "config_file",
     type=click.Path(path_type=Path),
-    help="Config file to validate; a bad one fails before training.",
+    help="Config with the plugins to run, e.g. examples/hookgrad.toml (default: as the "
+    "runtime finds one: hookgrad.toml, [tool.hookgrad] in pyproject.toml, $HOOKGRAD_CONFIG).",
 )
-def demo(steps: int, log_every: int, seed: int, out: Path | None, config_file: Path | None) -> None:
-    """Train a 2-64-64-1 MLP on two generated spirals (no download), printing loss and accuracy.
+@click.option(
+    "--inject-nan",
+    type=NanInjectionType(),
+    help="Put a NaN into the backward of MODULE (a name from model.named_modules(), e.g. 2) "
+    "at step STEP, to see nan_guard name it.",
+)
+def demo(
+    steps: int,
+    log_every: int,
+    seed: int,
+    model_name: str,
+    out: Path | None,
+    config_file: Path | None,
+    inject_nan: NanInjection | None,
+) -> None:
+    """Train a small model on generated data (no download) under the config's plugins.
 
-    Plugins from the config are not applied yet: that comes with the built-in plugins.
+    Shows a progress bar; prints the per-layer gradient table (grad_stats) and what the
+    plugins did (nan_guard's findings, clipping, loss scaling). With --out it writes the event
+    log, the picture of gradient flow over training and the loss per step.
     """
-    if config_file is not None:
-        loaded = _load(config_file)
-        click.echo(f"config {_config_label(loaded)}: valid (the demo applies no plugins yet)")
-    with _loss_log(out) as on_step:
-        train(steps, log_every, seed, on_step=on_step, echo=click.echo)
+    task = make_task(model_name, seed)
+    if inject_nan is not None:
+        try:
+            inject_nan.check(task, steps)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="'--inject-nan'") from None
+    if out is not None:
+        _prepare_out(out)
+    runtime = _demo_runtime(config_file, out)
+    if runtime is not None:
+        label = _config_label(runtime.config)
+        click.echo(f"config: {label}; plugins: {', '.join(runtime.plugins)}")
+    click.echo(task.describe())
+    from .plugins.nan_guard import NonFiniteGradientError  # a plugin module: imported when needed
+
+    try:
+        _train(task, steps, log_every, runtime, inject_nan, out and out / LOSS_FILE)
+    except NonFiniteGradientError as error:  # its action "raise": the run stops, as asked
+        _after_run(runtime, out)
+        raise click.ClickException(f"nan_guard stopped training: {error}") from None
+    _after_run(runtime, out)
+
+
+# --------------------------------------------------------------------------------------------
+# hookgrad report
+# --------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("events", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"The SVG to write (default: {PICTURE_FILE} next to EVENTS).",
+)
+def report(events: Path, out: Path | None) -> None:
+    """Redraw the per-layer table and the gradient-flow picture from a saved EVENTS.jsonl.
+
+    Lines that are not JSON objects are skipped with a warning naming the line.
+    """
+    from .plugins.grad_stats import per_layer_table  # a plugin module: imported when needed
+
+    try:
+        records = read_events(
+            events, warn=lambda message: click.echo(f"warning: {message}", err=True)
+        )
+    except OSError as error:
+        raise click.ClickException(f"cannot read {events}: {error.strerror}") from None
+    if not records:
+        raise click.ClickException(f"{events}: no event records")
+    click.echo(per_layer_table(records))
+    for line in findings(records):
+        click.echo(line)
+    picture = out if out is not None else events.with_name(PICTURE_FILE)
+    _write_picture(records, picture)
+    click.echo(f"wrote {picture}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import subprocess
@@ -81,6 +82,24 @@ def test_train_demo_reaches_accuracy(run_example: Callable[[str], str]) -> None:
     assert final is not None, "no 'final accuracy' line"
     assert int(final.group(2)) == 100
     assert float(final.group(1)) >= DEMO_MIN_ACCURACY
+
+
+def test_train_demo_runs_under_the_example_config(tmp_path: Path) -> None:
+    """--config examples/hookgrad.toml: the four built-ins act on the unchanged training loop.
+
+    grad_stats prints its per-layer table, and events.jsonl (the config's relative path, in
+    the current directory) holds the records of those with something to report.
+    """
+    config = EXAMPLES / "hookgrad.toml"
+    command = [sys.executable, str(EXAMPLES / "train_demo.py"), "--steps", "20", "--config"]
+    result = subprocess.run(
+        [*command, str(config)], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^module +steps +pre-clip last", result.stdout, re.MULTILINE)
+    with (tmp_path / "events.jsonl").open() as f:
+        plugins = {record.get("plugin") for record in map(json.loads, f) if "kind" in record}
+    assert plugins == {"grad_clip", "grad_scale", "grad_stats"}  # nan_guard: nothing to report
 
 
 def test_gradient_flow_reports_every_module(run_example: Callable[[str], str]) -> None:

@@ -1,0 +1,508 @@
+"""``hookgrad demo`` under the example config, ``hookgrad report``, and the SVG helpers."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from hookgrad._demo import NanInjection, glyph_digits, make_task
+from hookgrad._report import (
+    Scale,
+    findings,
+    gradient_flow,
+    log_ticks,
+    nice_ticks,
+    read_events,
+    render_svg,
+    staircase,
+)
+from hookgrad.cli import main
+
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "hookgrad.toml"
+SVG = "{http://www.w3.org/2000/svg}"
+BUILT_INS = ("grad_clip", "grad_scale", "grad_stats", "nan_guard")
+
+
+def _invoke(args: list[str], cwd: Path) -> Result:
+    """Run ``hookgrad ARGS`` in ``cwd`` with no HOOKGRAD_* variable from the shell."""
+    env: dict[str, str | None] = {name: None for name in os.environ if name.startswith("HOOKGRAD_")}
+    previous = Path.cwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner(env=env).invoke(main, args)
+    finally:
+        os.chdir(previous)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished ``hookgrad demo`` run: its output and the files it wrote."""
+
+    result: Result
+    out: Path
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return read_events(self.out / "events.jsonl", warn=pytest.fail)
+
+    def svg(self) -> ET.Element:
+        return ET.parse(self.out / "gradient_flow.svg").getroot()
+
+    def of(self, plugin: str, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("plugin") == plugin and r.get("kind") == kind]
+
+
+def _demo(tmp: Path, *args: str) -> Run:
+    out = tmp / "run"
+    result = _invoke(["demo", "--config", str(EXAMPLE_CONFIG), "--out", str(out), *args], tmp)
+    assert result.exit_code == 0, result.output + result.stderr
+    return Run(result, out)
+
+
+@pytest.fixture(scope="module")
+def mlp_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The MLP demo, 30 steps under examples/hookgrad.toml, a NaN put into module 2 at step 20."""
+    return _demo(
+        tmp_path_factory.mktemp("mlp"), "--steps", "30", "--log-every", "10", "--inject-nan", "20:2"
+    )
+
+
+def _polylines(svg: ET.Element, css_class: str) -> list[ET.Element]:
+    return [e for e in svg.iter(f"{SVG}polyline") if e.get("class") == css_class]
+
+
+def _markers(svg: ET.Element, kind: str) -> list[ET.Element]:
+    return [e for e in svg.iter(f"{SVG}g") if kind in (e.get("class") or "").split()]
+
+
+# --------------------------------------------------------------------------------------------
+# hookgrad demo
+# --------------------------------------------------------------------------------------------
+
+
+def test_demo_writes_the_log_the_picture_and_loss_csv(mlp_run: Run) -> None:
+    """--out DIR gets events.jsonl, gradient_flow.svg and loss.csv, and says so."""
+    lines = mlp_run.result.output.splitlines()
+    assert lines[-3:] == [
+        f"wrote {mlp_run.out / name}" for name in ("events.jsonl", "gradient_flow.svg", "loss.csv")
+    ]
+    with (mlp_run.out / "loss.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(row["step"]) for row in rows] == list(range(1, 31))
+    assert [row["step"] for row in rows if row["accuracy"]] == ["10", "20", "30"]
+
+
+def test_demo_runs_the_four_built_ins_of_the_example_config(mlp_run: Run) -> None:
+    """The output names the config's plugins, and each of them and the demo wrote records."""
+    assert f"config: {EXAMPLE_CONFIG}; plugins: " in mlp_run.result.output
+    plugins = {r["plugin"] for r in mlp_run.records if "kind" in r}
+    assert plugins == {*BUILT_INS, "demo"}
+
+
+def test_demo_records_share_the_runtime_step(mlp_run: Run) -> None:
+    """The demo's train record of each step carries the runtime's counter (0..29), as grad_clip's."""
+    train = mlp_run.of("demo", "train")
+    assert [r["step"] for r in train] == list(range(30))
+    assert all(math.isfinite(r["data"]["loss"]) for r in train)
+    assert [r["step"] for r in train if "accuracy" in r["data"]] == [9, 19, 29]
+    clipped_steps = {r["step"] for r in mlp_run.of("grad_clip", "clip")}
+    assert clipped_steps == set(range(30)) - {19}  # step 20 (counter 19) was vetoed
+
+
+def test_demo_prints_the_per_layer_table_and_summary(mlp_run: Run) -> None:
+    """grad_stats prints one table row per parameterised layer; the summary counts clips."""
+    rows = {
+        line.split()[0]
+        for line in mlp_run.result.output.splitlines()
+        if line[:2] in {"0 ", "2 ", "4 "}
+    }
+    assert rows == {"0", "2", "4"}
+    assert "module  steps" in mlp_run.result.output
+    assert "grad_clip: clipped " in mlp_run.result.output
+    assert "grad_scale: loss scale 256 -> " in mlp_run.result.output
+
+
+def test_picture_has_one_line_per_parameterised_layer(mlp_run: Run) -> None:
+    """Panel 1 has one polyline per Linear layer, named by its qualified name."""
+    lines = _polylines(mlp_run.svg(), "module-norm")
+    assert [line.get("data-module") for line in lines] == ["0", "2", "4"]
+    assert all(len(line.get("points", "").split()) == 29 for line in lines)  # one step vetoed
+
+
+def test_picture_marks_each_skipped_step(mlp_run: Run) -> None:
+    """One red marker per skip_step record, and the clipping and scale lines are drawn."""
+    skips = [r for r in mlp_run.records if r.get("kind") == "skip_step"]
+    assert len(skips) == 1
+    assert len(_markers(mlp_run.svg(), "skip_step")) == len(skips)
+    for css_class in ("clip-pre", "clip-post", "loss-scale"):
+        assert len(_polylines(mlp_run.svg(), css_class)) == 1
+
+
+def test_inject_nan_is_named_by_the_guard(mlp_run: Run) -> None:
+    """A NaN put into module 2's backward: nan_guard names 2 the producer; the step is skipped."""
+    producers = [r for r in mlp_run.of("nan_guard", "nonfinite") if r["data"]["role"] == "producer"]
+    assert [(r["step"], r["module_name"], r["data"]["tensor"]) for r in producers] == [
+        (19, "2", "grad_input[0]")
+    ]
+    assert [r["step"] for r in mlp_run.records if r.get("kind") == "skip_step"] == [19]
+    assert (
+        "nan_guard: step 20: non-finite grad_input[0] produced by module '2' (backward); "
+        "step skipped by grad_scale (overflow)"
+    ) in mlp_run.result.output.splitlines()
+
+
+def test_inject_nan_without_loss_scaling_is_skipped_by_the_guard(tmp_path: Path) -> None:
+    """With nan_guard alone, the guard itself skips the step and the output says so."""
+    config = tmp_path / "guard.toml"
+    config.write_text('[plugins.nan_guard]\naction = "skip_step"\n[plugins.grad_stats]\n')
+    result = _invoke(
+        ["demo", "--config", str(config), "--steps", "6", "--inject-nan", "4:2"], tmp_path
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    assert (
+        "nan_guard: step 4 skipped: non-finite grad_input[0] produced by module '2' (backward)"
+    ) in result.output.splitlines()
+    assert "final accuracy" in result.output  # training went on
+
+
+def test_inject_nan_with_the_guard_raising_stops_with_its_message(tmp_path: Path) -> None:
+    """nan_guard action "raise": exit 1 with the guard's error; the log and picture are written."""
+    config = tmp_path / "raise.toml"
+    config.write_text('[plugins.nan_guard]\naction = "raise"\n')
+    args = ["demo", "--config", str(config), "--steps", "6", "--inject-nan", "4:2", "--out", "run"]
+    result = _invoke(args, tmp_path)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "Error: nan_guard stopped training: non-finite grad_input[0] in module '2'"
+    )
+    assert "final accuracy" not in result.output
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        "events.jsonl",
+        "gradient_flow.svg",
+        "loss.csv",
+    ]
+
+
+def test_demo_cnn_draws_its_conv_and_linear_layers(tmp_path: Path) -> None:
+    """--model cnn trains the small CNN; the picture has lines for Conv2d 0 and Linear 3."""
+    run = _demo(tmp_path, "--model", "cnn", "--steps", "5")
+    assert "glyph digits 0-4: 320 noisy 8x8 images" in run.result.output
+    assert [e.get("data-module") for e in _polylines(run.svg(), "module-norm")] == ["0", "3"]
+
+
+def test_demo_without_plugins_trains_plainly_with_a_hint(tmp_path: Path) -> None:
+    """No config found: one hint line naming examples/hookgrad.toml, loss.csv, no event log."""
+    result = _invoke(["demo", "--steps", "3", "--out", "run"], tmp_path)
+    assert result.exit_code == 0, result.output + result.stderr
+    assert result.output.count("--config examples/hookgrad.toml") == 1
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["loss.csv"]
+
+
+def test_demo_replaces_the_log_of_an_earlier_run(tmp_path: Path) -> None:
+    """A second run into the same --out holds only its own records (the sink appends)."""
+    _demo(tmp_path, "--steps", "2")
+    run = _demo(tmp_path, "--steps", "3")
+    assert [r["step"] for r in run.of("demo", "train")] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "9:7",
+            "no module '7' in the mlp model; modules: 0 (Linear), 1 (ReLU), 2 (Linear), "
+            "3 (ReLU), 4 (Linear)",
+        ),
+        ("30-2", "expected STEP:MODULE, e.g. 30:2, got '30-2'"),
+        (":2", "expected STEP:MODULE, e.g. 30:2, got ':2'"),
+        ("11:2", "step 11 is outside this run's steps 1..10"),
+        ("0:2", "step 0 is outside this run's steps 1..10"),
+    ],
+)
+def test_inject_nan_bad_values_are_usage_errors(tmp_path: Path, value: str, message: str) -> None:
+    """A bad --inject-nan exits 2 before training, with the reason and the valid choices."""
+    result = _invoke(["demo", "--steps", "10", "--inject-nan", value], tmp_path)
+    assert result.exit_code == 2
+    assert "Invalid value for '--inject-nan'" in result.stderr
+    assert message in " ".join(result.stderr.split())
+    assert "two spirals" not in result.output
+
+
+def test_installed_entry_point_runs_the_readme_demo(tmp_path: Path) -> None:
+    """The console script runs the README's first command (shortened) in a fresh process."""
+    script = shutil.which("hookgrad", path=str(Path(sys.executable).parent))
+    assert script is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKGRAD_")}
+    command = [script, "demo", "--config", str(EXAMPLE_CONFIG), "--out", "demo-out", "--steps", "5"]
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "demo-out").iterdir()) == [
+        "events.jsonl",
+        "gradient_flow.svg",
+        "loss.csv",
+    ]
+    assert "Full backward hook is firing" not in done.stderr  # the demo hides torch's warning
+
+
+# --------------------------------------------------------------------------------------------
+# hookgrad report
+# --------------------------------------------------------------------------------------------
+
+
+def test_report_redraws_the_same_picture_byte_for_byte(mlp_run: Run, tmp_path: Path) -> None:
+    """report EVENTS --out FILE writes the demo's SVG again, identical, and prints the table."""
+    result = _invoke(["report", str(mlp_run.out / "events.jsonl"), "--out", "again.svg"], tmp_path)
+    assert result.exit_code == 0, result.output + result.stderr
+    assert (tmp_path / "again.svg").read_bytes() == (mlp_run.out / "gradient_flow.svg").read_bytes()
+    assert "module  steps" in result.output
+    assert "produced by module '2' (backward)" in result.output
+    assert result.output.splitlines()[-1] == "wrote again.svg"
+
+
+def test_report_writes_next_to_the_log_by_default(mlp_run: Run, tmp_path: Path) -> None:
+    """Without --out the picture is gradient_flow.svg beside EVENTS."""
+    log = tmp_path / "saved" / "events.jsonl"
+    log.parent.mkdir()
+    shutil.copy(mlp_run.out / "events.jsonl", log)
+    result = _invoke(["report", str(log)], tmp_path)
+    assert result.exit_code == 0, result.output + result.stderr
+    assert (log.parent / "gradient_flow.svg").read_bytes() == (
+        mlp_run.out / "gradient_flow.svg"
+    ).read_bytes()
+
+
+def test_report_skips_malformed_lines_naming_them(tmp_path: Path) -> None:
+    """Lines that are no JSON object warn with FILE:LINE; the others are drawn."""
+    good = {
+        "plugin": "grad_stats",
+        "kind": "module_grad",
+        "step": 0,
+        "module_name": "fc",
+        "data": {
+            "stage": "pre_clip",
+            "norm": 0.5,
+            "max_abs": 0.1,
+            "nonfinite": 0,
+            "zero_fraction": 0.0,
+            "numel": 4,
+        },
+    }
+    log = tmp_path / "events.jsonl"
+    log.write_text(f"{json.dumps(good)}\n{{oops\n\n[1, 2]\n{json.dumps(good)}\n")
+    result = _invoke(["report", "events.jsonl"], tmp_path)
+    assert result.exit_code == 0, result.output + result.stderr
+    assert result.stderr.splitlines() == [
+        "warning: events.jsonl:2: not JSON (Expecting property name enclosed in double quotes); "
+        "line skipped",
+        "warning: events.jsonl:4: not a JSON object; line skipped",
+    ]
+    svg = ET.parse(tmp_path / "gradient_flow.svg").getroot()
+    assert [e.get("data-module") for e in _polylines(svg, "module-norm")] == ["fc"]
+
+
+def test_report_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    """A missing EVENTS file exits 2 with click's message naming it."""
+    result = _invoke(["report", "nope.jsonl"], tmp_path)
+    assert result.exit_code == 2
+    assert "File 'nope.jsonl' does not exist." in result.stderr
+
+
+def test_report_of_a_log_without_records_fails(tmp_path: Path) -> None:
+    """A log with no JSON object at all exits 1 saying so, after the line warnings."""
+    (tmp_path / "events.jsonl").write_text("garbage\n")
+    result = _invoke(["report", "events.jsonl"], tmp_path)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == "Error: events.jsonl: no event records"
+
+
+# --------------------------------------------------------------------------------------------
+# The picture's pieces, on synthetic records
+# --------------------------------------------------------------------------------------------
+
+
+def test_nice_ticks_are_round_and_inside_the_range() -> None:
+    """Steps of 1, 2 or 5 times a power of ten, about five of them."""
+    assert nice_ticks(0.0, 1.0) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert nice_ticks(1.0, 200.0) == [50.0, 100.0, 150.0, 200.0]
+    assert nice_ticks(7.5, 16.5) == [8.0, 10.0, 12.0, 14.0, 16.0]
+    assert nice_ticks(3.0, 3.0) == [3.0]
+
+
+def test_log_ticks_are_decades_thinned_to_six() -> None:
+    """Powers of ten inside the range; a wide range keeps every k-th."""
+    assert log_ticks(0.01, 10.0) == [0.01, 0.1, 1.0, 10.0]
+    assert log_ticks(0.03, 0.7) == [0.1]
+    assert log_ticks(1e-6, 1e6) == [1e-6, 1e-3, 1.0, 1e3, 1e6]
+
+
+def test_scales_map_data_to_pixels() -> None:
+    """A linear scale maps its ends to the pixel ends; a decade scale is linear in log10."""
+    x = Scale.linear([1.0, 5.0, 3.0], 80.0, 480.0)
+    assert (x.lo, x.hi, x(1.0), x(3.0), x(5.0)) == (1.0, 5.0, 80.0, 280.0, 480.0)
+    y = Scale.decades([0.03, 0.7, 0.0], 300.0, 100.0)  # zero cannot be drawn on a log axis
+    assert (y.lo, y.hi, y.log) == (0.01, 1.0, True)
+    assert y(0.1) == pytest.approx(200.0)
+    assert Scale.linear([], 0.0, 10.0).ticks() == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert (Scale.decades([0.5], 0.0, 1.0).lo, Scale.decades([0.5], 0.0, 1.0).hi) == (0.1, 1.0)
+
+
+def test_staircase_holds_each_value_until_the_next_step() -> None:
+    """(1, 8), (4, 9) -> the value 8 stays until step 4, then jumps."""
+    assert staircase([(1, 8.0), (4, 9.0), (6, 8.0)]) == [
+        (1, 8.0),
+        (4, 8.0),
+        (4, 9.0),
+        (6, 9.0),
+        (6, 8.0),
+    ]
+
+
+def _record(
+    plugin: str, kind: str, step: int, module: str | None = None, **data: Any
+) -> dict[str, Any]:
+    return {"plugin": plugin, "kind": kind, "step": step, "module_name": module, "data": data}
+
+
+def _synthetic() -> list[dict[str, Any]]:
+    """Three steps: grad_stats norms, a clip, a loss scale; a NaN at the second step."""
+    records = []
+    for step, scale in enumerate([256.0, 256.0, 128.0]):
+        records.append(_record("grad_scale", "scale", step, scale=scale, found_inf=step == 1))
+        if step == 1:
+            records.append(
+                _record(
+                    "nan_guard",
+                    "nonfinite",
+                    1,
+                    "enc.fc",
+                    phase="backward",
+                    tensor="grad_input[0]",
+                    role="producer",
+                    nan=1,
+                    inf=0,
+                    numel=8,
+                )
+            )
+            records.append(_record("grad_scale", "skip_step", 1, reason="overflow", scale=256.0))
+            records.append(_record("grad_scale", "backoff", 1, scale_from=256.0, scale_to=128.0))
+            continue
+        for name, norm in (("enc.fc", 2.0 / (step + 1)), ("head", 0.5)):
+            records.append(
+                _record("grad_stats", "module_grad", step, name, stage="pre_clip", norm=norm)
+            )
+        records.append(
+            _record(
+                "grad_clip",
+                "clip",
+                step,
+                mode="norm",
+                pre_norm=2.0,
+                post_norm=1.0,
+                threshold=1.0,
+                clipped=True,
+            )
+        )
+    records.append({"event": "plugin_error", "level": "error", "plugin": "nan_guard", "step": 2})
+    # Hand-edited lines with fields of the wrong type are left out, not drawn or crashed on.
+    bad = _record("grad_stats", "module_grad", 2, "bad", stage="pre_clip", norm=1.0)
+    records.append({**bad, "step": "2"})
+    records.append({**_record("grad_clip", "clip", 2), "data": "oops"})
+    return records
+
+
+def test_gradient_flow_pulls_series_from_records() -> None:
+    """Steps shown from 1; module norms, clip norms, log2 scale and the markers."""
+    flow = gradient_flow(_synthetic())
+    assert flow.modules == {"enc.fc": [(1, 2.0), (3, 2.0 / 3)], "head": [(1, 0.5), (3, 0.5)]}
+    assert (flow.pre_clip, flow.post_clip, flow.clipped) == (
+        [(1, 2.0), (3, 2.0)],
+        [(1, 1.0), (3, 1.0)],
+        [(1, 2.0), (3, 2.0)],
+    )
+    assert flow.log2_scale == [(1, 8.0), (2, 8.0), (3, 7.0)]
+    assert [(m.step, m.kind, m.label) for m in flow.markers] == [
+        (2, "skip_step", "skip: overflow, from 'enc.fc'"),
+        (2, "backoff", "backoff"),
+    ]
+
+
+def test_svg_is_deterministic_and_survives_a_json_round_trip() -> None:
+    """Same records, same bytes; records read back from JSON lines draw the same picture."""
+    records = _synthetic()
+    svg = render_svg(gradient_flow(records))
+    assert render_svg(gradient_flow(json.loads(json.dumps(records)))) == svg
+    root = ET.fromstring(svg)
+    assert len(_markers(root, "skip_step")) == 1 and len(_markers(root, "backoff")) == 1
+    assert [e.get("data-module") for e in _polylines(root, "module-norm")] == ["enc.fc", "head"]
+
+
+def test_svg_of_records_without_plugin_data_says_so() -> None:
+    """A log with nothing to draw still gives a valid SVG, with a note in each panel."""
+    root = ET.fromstring(render_svg(gradient_flow([_record("demo", "train", 0, loss=1.0)])))
+    notes = [e.text for e in root.iter(f"{SVG}text") if e.get("fill") == "#777"]
+    assert notes == [
+        "no grad_stats module_grad records in this log",
+        "no grad_clip or grad_scale records in this log",
+    ]
+
+
+def test_findings_say_who_skipped_the_step() -> None:
+    """The guard's producer, and which plugin skipped the step (or that it was taken)."""
+    records = _synthetic()
+    assert findings(records) == [
+        "nan_guard: step 2: non-finite grad_input[0] produced by module 'enc.fc' (backward); "
+        "step skipped by grad_scale (overflow)",
+        "grad_clip: clipped 2 of 2 steps",
+        "grad_scale: loss scale 256 -> 128 (0 growths, 1 backoff, 1 skip)",
+    ]
+    guard_skip = _record(
+        "nan_guard",
+        "skip_step",
+        1,
+        reason="nonfinite",
+        module="enc.fc",
+        phase="backward",
+        tensor="grad_input[0]",
+    )
+    no_scaler = [r for r in records if r.get("plugin") == "nan_guard"]
+    assert findings([*no_scaler, guard_skip])[0] == (
+        "nan_guard: step 2 skipped: non-finite grad_input[0] produced by module 'enc.fc' (backward)"
+    )
+    assert findings(no_scaler)[0].endswith("; the step was taken")
+
+
+# --------------------------------------------------------------------------------------------
+# The demo's data and NaN injection
+# --------------------------------------------------------------------------------------------
+
+
+def test_glyph_digits_are_deterministic_and_balanced() -> None:
+    """Same seed, same images; five classes interleaved; shapes for Conv2d."""
+    x, y = glyph_digits(4, seed=3)
+    again, _ = glyph_digits(4, seed=3)
+    assert x.shape == (20, 1, 8, 8) and x.dtype.name == "float32"
+    assert y.tolist() == [0, 1, 2, 3, 4] * 4
+    assert (x == again).all()
+
+
+def test_nan_injection_parses_and_checks() -> None:
+    """'30:2' parses; check accepts a module of the model and a step in range."""
+    injection = NanInjection.parse(" 30 : 2 ")
+    assert injection == NanInjection(30, "2")
+    injection.check(make_task("mlp", 0), steps=30)
+    with pytest.raises(ValueError, match="no module '4' in the cnn model; modules: 0 \\(Conv2d\\)"):
+        NanInjection(3, "4").check(make_task("cnn", 0), steps=30)
