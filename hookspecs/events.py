@@ -143,6 +143,14 @@ def _json_details(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _is_json_details(value: dict[str, Any]) -> bool:
+    try:
+        _json_details(value)
+    except ValueError:
+        return False
+    return True
+
+
 _JsonDetails: TypeAlias = Annotated[
     dict[str, Any],
     AfterValidator(_json_details),
@@ -300,6 +308,40 @@ class PluginRecord(Event):
         """The record as sinks write it; ``data`` is JSON already, so it is shared, not copied."""
         return dict(self.__dict__)
 
+    @classmethod
+    def json_of(cls, record: Mapping[str, Any], *, step: int) -> dict[str, Any]:
+        """The JSON form of a record given as a mapping, ``step`` filling a missing step.
+
+        The same checks as validating a PluginRecord, done with plain type tests on the path
+        every record of every step takes (a plugin emits dozens per step); anything the fast
+        test does not accept goes through pydantic, so a bad record raises its
+        ValidationError.
+        """
+        data = record.get("data", _NO_DATA)
+        step = record.get("step", step)
+        module_name = record.get("module_name")
+        if (
+            record.keys() <= _RECORD_FIELDS
+            and type(record.get("plugin")) is str
+            and type(record.get("kind")) is str
+            and type(step) is int
+            and step >= 0
+            and (module_name is None or type(module_name) is str)
+            and type(data) is dict
+            and _is_json_details(data)
+        ):
+            return {
+                "plugin": record["plugin"],
+                "kind": record["kind"],
+                "step": step,
+                "module_name": module_name,
+                "data": data if data is not _NO_DATA else {},
+            }
+        return cls.model_validate({"step": step, **record}).summary()
+
+
+_RECORD_FIELDS: Final = frozenset(PluginRecord.model_fields)
+_NO_DATA: Final[dict[str, Any]] = {}
 
 HOOK_EVENTS: Final[Mapping[str, type[Event]]] = MappingProxyType(
     {

@@ -299,9 +299,10 @@ class Runtime:
         ``step`` defaults to the runtime's step. Raises pydantic's ValidationError on a
         record that is not PluginRecord-shaped.
         """
-        if not isinstance(record, PluginRecord):
-            record = PluginRecord.model_validate({"step": self.step, **record})
-        self._sinks.write(record.summary())
+        if isinstance(record, PluginRecord):
+            self._sinks.write(record.summary())
+        else:
+            self._sinks.write(PluginRecord.json_of(record, step=self.step))
 
     def _log_plugin_error(
         self, *, plugin: str, hook: str, module: str, phase: str, error: BaseException

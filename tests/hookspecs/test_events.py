@@ -347,3 +347,28 @@ def test_tensor_fields_are_described_by_the_summary_schema() -> None:
     grads = FullBackwardEvent.model_json_schema()["properties"]["grad_input"]
     assert grads["type"] == "array"
     assert grads["items"]["anyOf"] == [TENSOR_SUMMARY_SCHEMA, {"type": "null"}]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"plugin": "p", "kind": "k"},
+        {"plugin": "p", "kind": "k", "step": 7, "module_name": "a.b", "data": {"x": [1, 2.5]}},
+        {"plugin": "p", "kind": "k", "step": -1},
+        {"plugin": "p", "kind": "k", "step": True},
+        {"plugin": "p", "kind": "k", "extra": 1},
+        {"plugin": "p", "kind": "k", "data": {"x": (1,)}},
+        {"plugin": "p", "kind": "k", "data": {"x": np.float32(1.0)}},
+        {"plugin": 3, "kind": "k"},
+        {"kind": "k"},
+    ],
+)
+def test_record_fast_path_agrees_with_the_model(record: dict[str, Any]) -> None:
+    """PluginRecord.json_of accepts exactly what the model accepts, with the same result."""
+    try:
+        expected = PluginRecord.model_validate({"step": 5, **record}).summary()
+    except pydantic.ValidationError:
+        with pytest.raises(pydantic.ValidationError):
+            PluginRecord.json_of(record, step=5)
+    else:
+        assert PluginRecord.json_of(record, step=5) == expected
