@@ -43,6 +43,7 @@ from .runtime import (
     load_class_path,
     load_config,
 )
+from .runtime._runtime import unknown_plugin_error
 
 __all__ = ["CliState", "ConfigFailure", "main"]
 
@@ -234,12 +235,7 @@ def _activated_plugin(
         return None
     if table.get("class_path"):
         return load_class_path(name, str(table["class_path"]))
-    available = ", ".join(sorted(sources)) or "none installed"
-    raise ConfigFailure(
-        f"{_table_origin(loaded, name)}: unknown plugin {name!r} in [plugins.{name}]; "
-        f"available: {available} "
-        "(or set class_path = 'package.module:Class')"
-    )
+    raise ConfigFailure(str(unknown_plugin_error(loaded, name, sorted(sources))))
 
 
 def _check_plugin_tables(catalog: PluginCatalog, loaded: LoadedConfig) -> list[str]:

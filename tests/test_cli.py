@@ -265,8 +265,9 @@ def test_config_check_unknown_plugin_lists_the_available_ones(
     result = _run(["config", "check"], catalog)
     assert result.exit_code == 2
     assert result.stderr == (
-        "Error: HOOKGRAD_PLUGINS: unknown plugin 'scalr' in [plugins.scalr]; available: "
-        "broken, scaler, steps (or set class_path = 'package.module:Class')\n"
+        "Error: HOOKGRAD_PLUGINS: unknown plugin 'scalr' ([plugins.scalr]); did you mean "
+        "'scaler'? available plugins: broken, scaler, steps (a plugin without entry point "
+        "needs a class_path)\n"
     )
 
 

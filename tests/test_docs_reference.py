@@ -209,4 +209,5 @@ def test_config_md_cli_unknown_plugin_message_is_real(
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["config", "check"], obj=CliState(_builtin_catalog()))
     assert result.exit_code == 2
-    assert f"\n{result.stderr}" in CONFIG_TEXT
+    assert result.stderr.startswith("Error: ")
+    assert f"\n{result.stderr.removeprefix('Error: ')}" in CONFIG_TEXT

@@ -424,7 +424,7 @@ def _load(
             return load_class_path(name, checked.class_path)
     sources = catalog.sources()
     if name not in sources:
-        raise _unknown_plugin(loaded, name, sorted(sources))
+        raise unknown_plugin_error(loaded, name, sorted(sources))
     source = sources[name]
     if not source.builtin and not loaded.config.autoload:
         setter = loaded._origin(("autoload",)).label
@@ -437,7 +437,8 @@ def _load(
     return catalog.load(name)
 
 
-def _unknown_plugin(loaded: LoadedConfig, name: str, available: list[str]) -> ConfigError:
+def unknown_plugin_error(loaded: LoadedConfig, name: str, available: list[str]) -> ConfigError:
+    """The error for ``[plugins.NAME]`` naming no installed plugin: where, a guess, the choices."""
     origin = loaded._origin(("plugins", name))
     header = ".".join((*origin.prefix, "plugins", name))
     close = difflib.get_close_matches(name, available, n=1)
