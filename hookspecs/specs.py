@@ -203,7 +203,10 @@ def hookgrad_optimizer_step_pre(event: OptimizerStepPreEvent) -> Literal[False] 
     ``step`` runs. This is the gradient pipeline: unscale, guard, statistics, clipping, in
     the implementations' call order. Parameter gradients are the one thing plugins change
     in place here (``p.grad`` of ``event.parameters``), as ``clip_grad_norm_`` and
-    ``GradScaler.unscale_`` do; the event's tensors themselves stay read-only.
+    ``GradScaler.unscale_`` do, through tensor in-place ops (``mul_``, ``clamp_``, ...) so that
+    the gradient's version counter records the change (later stages rely on it: ``grad_stats``
+    reuses its pre-clip summary of a gradient whose version did not move); the event's tensors
+    themselves stay read-only.
 
     :param event: the optimizer's class name and the ``(name, parameter)`` pairs the plugin
         selected (qualified names from the model; selection as for module events, by the

@@ -247,15 +247,19 @@ def _grads(params: Iterable[Tensor]) -> list[Tensor]:
 def _scale_to(params: list[Tensor], max_norm: float, total: Tensor, pre: float) -> _Outcome:
     """``clip_grads_with_norm_`` to ``max_norm``; ``pre`` is the 2-norm before it.
 
+    A coefficient of exactly 1 leaves the gradients alone (torch multiplies by it): the values
+    are the same and the version counters do not move, so later stages know nothing changed.
+
     The post-clip 2-norm is ``pre`` times the coefficient the gradients were multiplied by
     (computed as torch does, in the norm's dtype), which spares a second pass over them.
     "Clipped" means the total norm exceeded ``max_norm`` (or was nan), not that the
     coefficient was below 1: it is ``max_norm / (norm + 1e-6)``, a hair under 1 also for a
     norm equal to ``max_norm``, as autoclip's first step has.
     """
-    clip_grads_with_norm_(params, max_norm, total)
     with np.errstate(divide="ignore", invalid="ignore"):
         coefficient = float(np.minimum(max_norm / (total._data + 1e-6), 1.0))
+    if coefficient != 1.0:  # torch multiplies by 1.0 too; skipping it keeps the versions
+        clip_grads_with_norm_(params, max_norm, total)
     return pre, pre * coefficient, max_norm, not float(total) <= max_norm
 
 

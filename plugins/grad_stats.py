@@ -111,6 +111,8 @@ class GradStats:
         """Every record this plugin emitted, in order (the JSON form the sinks received)."""
         self._runtime: Runtime | None = None
         self._before: dict[str, np.ndarray] = {}  # weights at step_pre of a sampled step
+        # name -> (gradient tensor, its version, its pre-clip summary) of a sampled step
+        self._pre_clip: dict[str, tuple[Any, int, dict[str, Any]]] = {}
         if not config.grad_output:
             # No implementation, no global backward hook: module calls keep their fast path.
             self.hookgrad_full_backward = None  # type: ignore[method-assign,assignment]
@@ -132,7 +134,15 @@ class GradStats:
         """Record the pre-clip gradients; keep the weights for the update ratio. Never vetoes."""
         if not self._sampled(event.step):
             return
-        self._record_step(event.step, "pre_clip", _grads_of(event.parameters), {}, None)
+        grads = _grads_of(event.parameters)
+        summaries = self._record_step(event.step, "pre_clip", grads, {}, None)
+        # A gradient whose version counter has not moved by the post-clip record (nothing
+        # clipped it: the common case) keeps its summary; in-place changes bump the counter.
+        tensors = {name: p._grad for name, p in event.parameters}
+        self._pre_clip = {
+            name: (tensors[name], tensors[name]._vbox[0], summary)
+            for (name, _), summary in zip(grads, summaries, strict=True)
+        }
         if self.config.update_ratio:
             self._before = {
                 name: p._data.copy() for name, p in event.parameters if p._grad is not None
@@ -142,13 +152,22 @@ class GradStats:
     def hookgrad_optimizer_step_post(self, event: OptimizerStepPostEvent) -> None:
         """Record the gradients the step used and how far it moved the weights."""
         before, self._before = self._before, {}
+        pre_clip, self._pre_clip = self._pre_clip, {}
         if not self._sampled(event.step):
             return
+        unchanged = {
+            name: kept[2]
+            for name, p in event.parameters
+            if (kept := pre_clip.get(name)) is not None
+            and p._grad is kept[0]
+            and p._grad._vbox[0] == kept[1]
+        }
         moves = None
         if self.config.update_ratio:
             moves = {} if event.skipped else _moves(before, event.parameters)
         extra: _Data = {"skipped": event.skipped}
-        self._record_step(event.step, "post_clip", _grads_of(event.parameters), extra, moves)
+        grads = _grads_of(event.parameters)
+        self._record_step(event.step, "post_clip", grads, extra, moves, unchanged)
 
     @hookimpl
     def hookgrad_full_backward(self, event: FullBackwardEvent) -> None:
@@ -174,16 +193,19 @@ class GradStats:
         grads: _Grads,
         extra: _Data,
         moves: Mapping[str, tuple[float, float]] | None,
-    ) -> None:
+        known: Mapping[str, dict[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
         """Emit the param_grad records of ``grads``, then one module_grad record per owner.
 
         ``moves`` maps a parameter name to (||W_after - W_before||, ||W_before||); None when
         no update ratio belongs in the records, empty when there is none to give (skipped).
+        ``known`` holds summaries already computed for unchanged gradients, by name. Returns
+        the summaries of ``grads``, in order.
         """
         by_module: dict[str, list[dict[str, Any]]] = {}
         moved: dict[str, list[tuple[float, float]]] = {}
         per_parameter, bins = self.config.per_parameter, self.config.histogram_bins
-        summaries = _grad_summaries([grad for _, grad in grads])
+        summaries = _summaries_reusing(grads, known or {})
         for (name, grad), summary in zip(grads, summaries, strict=True):
             module = name.rpartition(".")[0]
             by_module.setdefault(module, []).append(summary)
@@ -203,6 +225,7 @@ class GradStats:
             if moves is not None:
                 data["update_ratio"] = _module_ratio(moved.get(module, []))
             self._emit("module_grad", step, module, data)
+        return summaries
 
     def _emit(self, kind: str, step: int, module_name: str, data: _Data) -> None:
         if self._runtime is None:
@@ -238,6 +261,13 @@ def _grad_summary(grad: np.ndarray) -> dict[str, Any]:
         "nonfinite": stats["nonfinite"],
         "numel": int(grad.size),
     }
+
+
+def _summaries_reusing(grads: _Grads, known: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The summary of each (name, gradient), taken from ``known`` where it has the name."""
+    todo = [i for i, (name, _) in enumerate(grads) if name not in known]
+    fresh = dict(zip(todo, _grad_summaries([grads[i][1] for i in todo]), strict=True))
+    return [fresh[i] if i in fresh else known[name] for i, (name, _) in enumerate(grads)]
 
 
 def _grad_summaries(grads: Sequence[np.ndarray]) -> list[dict[str, Any]]:

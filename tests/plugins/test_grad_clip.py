@@ -224,6 +224,20 @@ def test_global_modes_record_every_step_clipped_or_not() -> None:
     assert [r["data"]["post_norm"] for r in records] == pytest.approx([1.0, 0.5], rel=1e-5)
 
 
+def test_norm_leaves_gradients_under_the_limit_untouched() -> None:
+    """Under the limit the gradient keeps its values and its version (nothing to record for
+    later stages); over it, it is scaled in place and its version moves."""
+    params = _parameters(hookgrad, {"w": np.zeros(2, np.float32)}, {})
+    versions = []
+    for grad in ([0.3, 0.4], [3.0, 4.0]):
+        params["w"].grad = hookgrad.tensor(grad)
+        before = params["w"].grad._version
+        _run({"max_norm": 1.0}, params)
+        versions.append(params["w"].grad._version - before)
+    assert versions == [0, 1]
+    np.testing.assert_allclose(params["w"].grad.numpy(), [0.6, 0.8], rtol=1e-5)
+
+
 def test_only_selected_modules_are_clipped() -> None:
     """exclude keeps a module's parameters out of the clip and out of the norm."""
     weights, grads = _arrays(), _arrays(10.0, seed=8)
