@@ -138,10 +138,11 @@ class GradStats:
         summaries = self._record_step(event.step, "pre_clip", grads, {}, None)
         # A gradient whose version counter has not moved by the post-clip record (nothing
         # clipped it: the common case) keeps its summary; in-place changes bump the counter.
-        tensors = {name: p._grad for name, p in event.parameters}
+        tensors = {name: p._grad for name, p in event.parameters if p._grad is not None}
         self._pre_clip = {
-            name: (tensors[name], tensors[name]._vbox[0], summary)
+            name: (grad, grad._vbox[0], summary)
             for (name, _), summary in zip(grads, summaries, strict=True)
+            if (grad := tensors[name]) is not None
         }
         if self.config.update_ratio:
             self._before = {
