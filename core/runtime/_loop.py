@@ -15,7 +15,10 @@
 
 Parameters get qualified names from the models given to :meth:`LoopHooks.watch`
 (``Runtime.watch``), then from those the bridge has seen called as outermost modules (its
-naming roots, known only when some plugin implements a module hook). A parameter of none of
+naming roots, known only when some plugin implements a module hook). When no plugin does and
+no model was watched, a :class:`~hookgrad.runtime._naming.RootSpotter` notes the outermost
+modules called until the first optimizer step and is then removed, so only that step's module
+calls pay for global hooks. A parameter of none of
 them takes its name from the optimizer's ``param_names`` (an optimizer built from
 ``model.named_parameters()``), owned by the module named before its last dot, of class ``""``;
 failing that it is named ``param{i}`` (its index in the optimizer's order), owned by module
@@ -27,7 +30,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Mapping
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 import pluggy
 
@@ -42,8 +45,8 @@ from ..hookspecs import (
     call_order,
 )
 from ..optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
-from ..utils.hooks import RemovableHandle
 from ._bridge import MODULE_HOOKS, HookBridge, OnErrorLog, PluginHookWarning, _Listener
+from ._naming import RootSpotter
 
 __all__ = ["LOOP_HOOKS", "LoopHooks"]
 
@@ -54,6 +57,11 @@ STEP_POST: Final = "hookgrad_optimizer_step_post"
 LOOP_HOOKS: Final = (BACKWARD_BEGIN, BACKWARD_END, STEP_PRE, STEP_POST)
 
 _DEFAULT_CONFIG: Final = PluginConfig()
+
+
+class _Removable(Protocol):
+    def remove(self) -> None: ...
+
 
 # (qualified name, parameter, owning module's name, owning module's class name)
 _Named: TypeAlias = list[tuple[str, Any, str, str]]
@@ -78,7 +86,8 @@ class LoopHooks:
         self.on_error_log = on_error_log
         self._attached = False
         self._listeners: dict[str, tuple[_Listener, ...]] = dict.fromkeys(LOOP_HOOKS, ())
-        self._handles: dict[str, RemovableHandle] = {}
+        self._handles: dict[str, _Removable] = {}
+        self._spotted = False  # a step was taken: the spotter's models are known
         self._shapes: dict[str, Any] = {}  # kind -> what the installed hook was built for
         self._watched: weakref.WeakKeyDictionary[Any, None] = weakref.WeakKeyDictionary()
         self._owners: dict[int, _Owner] = {}
@@ -107,13 +116,15 @@ class LoopHooks:
         self._listeners = {hook: self._listeners_of(hook) for hook in LOOP_HOOKS}
         self._selects.clear()
         begin, end = self._listeners[BACKWARD_BEGIN], self._listeners[BACKWARD_END]
-        counting = any(self._listeners.values()) or any(
-            self._listeners_of(hook) for hook in MODULE_HOOKS
-        )
+        module_listeners = any(self._listeners_of(hook) for hook in MODULE_HOOKS)
+        stepping = bool(self._listeners[STEP_PRE] or self._listeners[STEP_POST])
         wanted = {
             "observer": (bool(begin), bool(end)) if begin or end else None,
             "gate": True if self._listeners[STEP_PRE] else None,
-            "post": True if counting else None,
+            "post": True if module_listeners or any(self._listeners.values()) else None,
+            # Without module hooks the bridge sees no model: learn the models from the calls
+            # before the first step, so parameters are named without watch().
+            "spotter": True if stepping and not module_listeners and not self._spotted else None,
         }
         for kind, shape in wanted.items():
             if kind in self._handles and self._shapes.get(kind) != shape:
@@ -123,7 +134,9 @@ class LoopHooks:
                 self._handles[kind] = self._install(kind, shape)
                 self._shapes[kind] = shape
 
-    def _install(self, kind: str, shape: Any) -> RemovableHandle:
+    def _install(self, kind: str, shape: Any) -> _Removable:
+        if kind == "spotter":
+            return RootSpotter(self._spot)
         if kind == "gate":
             return register_optimizer_step_gate(self._gate)
         if kind == "post":
@@ -156,7 +169,14 @@ class LoopHooks:
             self._call(listener, event)
 
     # ------------------------------------------------------------------ optimizer
+    def _end_spotting(self) -> None:
+        """The first step is here: the models were called; remove the spotter."""
+        if not self._spotted:
+            self._spotted = True
+            self.refresh()
+
     def _gate(self, optimizer: Any) -> bool:
+        self._end_spotting()
         named = self.named_parameters(optimizer)
         kind = type(optimizer).__name__
         for listener in self._listeners[STEP_PRE]:
@@ -188,9 +208,17 @@ class LoopHooks:
                 )
                 self._call(listener, event)
         self.bridge.step += 1
+        self._end_spotting()
 
     def watch(self, module: Any) -> None:
-        """Name parameters of ``module`` (and its submodules) relative to it (held weakly)."""
+        """Name parameters of ``module`` (and its submodules) relative to it (held weakly).
+
+        A model named this way replaces spotting: the spotter is removed at once.
+        """
+        self._watched[module] = None
+        self._end_spotting()
+
+    def _spot(self, module: Any) -> None:
         self._watched[module] = None
 
     def named_parameters(self, optimizer: Any) -> _Named:

@@ -21,9 +21,12 @@ and cannot see ``_modules`` edited directly.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ModuleNamer"]
+from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+__all__ = ["ModuleNamer", "RootSpotter"]
 
 # id(module) -> (qualified name, the parent's ``_modules`` dict or None for the root, key)
 _Table = dict[int, tuple[str, dict[str, Any] | None, str]]
@@ -120,3 +123,35 @@ class ModuleNamer:
             if entry is not None:
                 return entry[0], scope
         return "", self._scope(module)  # outside the root's structure: a root of its own
+
+
+class RootSpotter:
+    """Reports each module called as an outermost call (a model, a loss) while installed.
+
+    Parameters of the optimizer events are named after models; when no plugin implements a
+    module hook, nothing else sees a model called. The runtime installs a spotter until the
+    first optimizer step: module calls of that first step go through the global hooks' slow
+    path, later ones keep the fast path. ``remove()`` uninstalls it (idempotent).
+    """
+
+    __slots__ = ("_depth", "_found", "_handles")
+
+    def __init__(self, found: Callable[[Any], None]) -> None:
+        self._found = found
+        self._depth = 0
+        self._handles = (
+            register_module_forward_pre_hook(self._enter),
+            register_module_forward_hook(self._exit, always_call=True),
+        )
+
+    def _enter(self, module: Any, args: tuple[Any, ...]) -> None:
+        if self._depth == 0:
+            self._found(module)
+        self._depth += 1
+
+    def _exit(self, module: Any, args: tuple[Any, ...], output: Any = None) -> None:
+        self._depth = max(self._depth - 1, 0)
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()

@@ -163,8 +163,14 @@ def test_unchosen_hooks_are_not_implemented() -> None:
 
 
 def test_run_hooks_only_install_no_module_hook() -> None:
-    """Logging optimizer steps only leaves every global module hook table empty."""
+    """Logging optimizer steps only: the runtime spots the model during the first step (a
+    forward pre-hook and forward hook), then every global module hook table is empty."""
+    model = hookgrad.nn.Linear(2, 1)
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
     with runtime(hooks=["optimizer_step_post"]):
+        assert [len(table) for table in GLOBAL_TABLES.values()] == [1, 1, 0, 0]
+        model(hookgrad.ones(1, 2)).sum().backward()
+        optimizer.step()
         assert [len(table) for table in GLOBAL_TABLES.values()] == [0, 0, 0, 0]
 
 

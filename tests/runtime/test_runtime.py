@@ -439,6 +439,24 @@ def test_parameters_are_named_from_named_parameters_or_by_index():
     assert plugin.pre == [(0, ["weight", "bias"]), (1, ["param0", "param1"])]
 
 
+def test_parameters_are_named_after_the_model_called_before_the_first_step():
+    """No module hook, no watch: the model called before the first step names the parameters,
+    and the global hooks that spotted it are gone after that step."""
+    from hookgrad.nn.modules import module as registry
+
+    model = nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Linear(2, 1))
+    plugin = _Veto()
+    with _isolated() as rt:
+        rt.register(plugin, name="veto")
+        opt = optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(2):
+            nn.MSELoss()(model(hookgrad.ones(3, 2)), hookgrad.zeros(3, 1)).backward()
+            opt.step()
+        assert not registry._global_forward_pre_hooks and not registry._global_forward_hooks
+    names = ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert plugin.pre == [(0, names), (1, names)]
+
+
 def test_parameter_names_follow_changes_to_the_model():
     """Names are cached across steps but follow a parameter moved to another module."""
     model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
