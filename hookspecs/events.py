@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias
+from typing import Annotated, Any, ClassVar, Final, Literal, Self, TypeAlias
 
 from pydantic import (
     AfterValidator,
@@ -109,6 +109,7 @@ _NamedParameters: TypeAlias = Annotated[
     PlainSerializer(_summarise_parameters, return_type=Any, when_used="json"),
 ]
 _NonNegativeInt: TypeAlias = Annotated[int, Field(ge=0)]
+_setattr = object.__setattr__
 
 
 _JSON_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
@@ -170,6 +171,22 @@ class Event(BaseModel):
 
     hook: ClassVar[str] = ""
     """The name of the hook this payload is passed to (empty on the bases)."""
+
+    @classmethod
+    def trusted(cls, **fields: Any) -> Self:
+        """Build an event without validating ``fields``: the runtime's hot path.
+
+        The runtime builds an event per hook call from values right by construction (its own
+        names and counters, the engine's tensors, every field given); skipping validation
+        halves the cost. The instance is otherwise a normal one: frozen, ``model_copy``,
+        ``summary`` and equality work. Plugins and tests use the validating constructor.
+        """
+        event = cls.__new__(cls)
+        _setattr(event, "__dict__", fields)
+        _setattr(event, "__pydantic_fields_set__", set(fields))
+        _setattr(event, "__pydantic_extra__", None)
+        _setattr(event, "__pydantic_private__", None)
+        return event
 
     def summary(self) -> dict[str, Any]:
         """The JSON-safe form sinks write: scalar fields as-is, tensors as TensorSummary dicts."""

@@ -274,11 +274,12 @@ class HookBridge:
         listeners = selection[0]
         if not listeners:
             return None
-        event = ForwardPreEvent(
+        event = ForwardPreEvent.trusted(
             module_name=name,
             module_type=module_type,
             call_index=index,
             step=self.step,
+            phase="forward_pre",
             args=args,
             kwargs={},
         )
@@ -305,11 +306,12 @@ class HookBridge:
         if not listeners:
             return None
         kwargs, output = rest
-        event = ForwardEvent(
+        event = ForwardEvent.trusted(
             module_name=name,
             module_type=module_type,
             call_index=index,
             step=self.step,
+            phase="forward",
             args=args,
             kwargs=kwargs,
             output=output,
@@ -323,11 +325,12 @@ class HookBridge:
         listeners = record.selection[2]
         if not listeners:
             return None
-        event = BackwardPreEvent(
+        event = BackwardPreEvent.trusted(
             module_name=name,
             module_type=record.module_type,
             call_index=record.call_index,
             step=self.step,
+            phase="backward_pre",
             grad_output=grad_output,
         )
         final = self._chain(listeners, event, "grad_output", tuple)
@@ -343,11 +346,12 @@ class HookBridge:
         listeners = record.selection[3]
         if not listeners:
             return None
-        event = FullBackwardEvent(
+        event = FullBackwardEvent.trusted(
             module_name=name,
             module_type=record.module_type,
             call_index=record.call_index,
             step=self.step,
+            phase="backward",
             grad_input=grad_input,
             grad_output=grad_output,
         )

@@ -156,7 +156,9 @@ class LoopHooks:
 
     # ------------------------------------------------------------------ backward
     def _begin(self, root: Any, gradient: Any) -> Any:
-        first = event = BackwardBeginEvent(step=self.bridge.step, loss=root, gradient=gradient)
+        first = event = BackwardBeginEvent.trusted(
+            step=self.bridge.step, phase="backward_begin", loss=root, gradient=gradient
+        )
         for listener in self._listeners[BACKWARD_BEGIN]:
             result = self._call(listener, event)
             if result is not None:
@@ -164,7 +166,7 @@ class LoopHooks:
         return None if event is first else event.gradient
 
     def _end(self, root: Any) -> None:
-        event = BackwardEndEvent(step=self.bridge.step, loss=root)
+        event = BackwardEndEvent.trusted(step=self.bridge.step, phase="backward_end", loss=root)
         for listener in self._listeners[BACKWARD_END]:
             self._call(listener, event)
 
@@ -180,8 +182,9 @@ class LoopHooks:
         named = self.named_parameters(optimizer)
         kind = type(optimizer).__name__
         for listener in self._listeners[STEP_PRE]:
-            event = OptimizerStepPreEvent(
+            event = OptimizerStepPreEvent.trusted(
                 step=self.bridge.step,
+                phase="optimizer_step_pre",
                 optimizer_type=kind,
                 parameters=self._selected(named, listener),
             )
@@ -199,8 +202,9 @@ class LoopHooks:
         if listeners:
             named = self.named_parameters(optimizer) if named is None else named
             for listener in listeners:
-                event = OptimizerStepPostEvent(
+                event = OptimizerStepPostEvent.trusted(
                     step=self.bridge.step,
+                    phase="optimizer_step_post",
                     optimizer_type=type(optimizer).__name__,
                     parameters=self._selected(named, listener),
                     skipped=vetoed_by is not None,

@@ -28,9 +28,11 @@ from hookgrad.hookspecs import (
     PluginRecord,
     RunEvent,
     TensorSummary,
+    hookimpl,
     specs,
     tensor_stats,
 )
+from hookgrad.testing import capture_events
 
 from .conftest import MODULE, make_events
 
@@ -372,3 +374,62 @@ def test_record_fast_path_agrees_with_the_model(record: dict[str, Any]) -> None:
             PluginRecord.json_of(record, step=5)
     else:
         assert PluginRecord.json_of(record, step=5) == expected
+
+
+class _EveryEvent:
+    """Keeps every event the runtime passes, of all eight hooks."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    @hookimpl
+    def hookgrad_forward_pre(self, event: Any) -> None:
+        self.seen.append(event)
+
+    @hookimpl
+    def hookgrad_forward(self, event: Any) -> None:
+        self.seen.append(event)
+
+    @hookimpl
+    def hookgrad_backward_pre(self, event: Any) -> None:
+        self.seen.append(event)
+
+    @hookimpl
+    def hookgrad_full_backward(self, event: Any) -> None:
+        self.seen.append(event)
+
+    @hookimpl
+    def hookgrad_backward_begin(self, event: Any) -> None:
+        self.seen.append(event)
+
+    @hookimpl
+    def hookgrad_backward_end(self, event: Any) -> None:
+        self.seen.append(event)
+
+    @hookimpl
+    def hookgrad_optimizer_step_pre(self, event: Any) -> None:
+        self.seen.append(event)
+
+    @hookimpl
+    def hookgrad_optimizer_step_post(self, event: Any) -> None:
+        self.seen.append(event)
+
+
+def test_trusted_events_equal_validated_ones() -> None:
+    """The runtime builds events with ``trusted`` (all fields, in field order): the result equals
+    the validated event field for field, in the same order, and behaves like one."""
+
+    recorder = _EveryEvent()
+    model = hookgrad.nn.Sequential(hookgrad.nn.Linear(2, 2), hookgrad.nn.Tanh())
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+    with capture_events(("recorder", recorder)):
+        model(hookgrad.ones(1, 2, requires_grad=True)).sum().backward()
+        optimizer.step()
+    assert {type(e).hook for e in recorder.seen} == set(HOOK_EVENTS)
+    for event in recorder.seen:
+        validated = type(event)(**event.__dict__)
+        assert event == validated
+        assert list(event.__dict__) == list(validated.__dict__) == list(type(event).model_fields)
+        assert event.summary() == validated.summary()
+        with pytest.raises(pydantic.ValidationError):
+            event.step = 1  # frozen
