@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 from _harness import Column, Timings, describe_environment, markdown_table, measure, one_thread
@@ -137,3 +138,13 @@ class VariantBench:
             ["workload", "column", "target", "ratio", "verdict"],
         )
         return overhead_main(argv, description, self.make_columns, self.rows, report)
+
+
+@contextmanager
+def global_backward_hook(lib: ModuleType, hook: Callable[..., Any]) -> Iterator[None]:
+    """``hook`` as ``lib``'s global full backward hook for the duration of the block."""
+    handle = lib.nn.modules.module.register_module_full_backward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()

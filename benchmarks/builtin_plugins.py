@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from _overhead import Around, VariantBench
+from _overhead import Around, VariantBench, global_backward_hook
 
 import hookgrad
 
@@ -47,11 +47,8 @@ def _torch_norm_hook(torch: ModuleType) -> Iterator[None]:
             if g is not None:
                 g.norm().item()
 
-    handle = torch.nn.modules.module.register_module_full_backward_hook(hook)
-    try:
+    with global_backward_hook(torch, hook):
         yield
-    finally:
-        handle.remove()
 
 
 def _around(lib: ModuleType, variant: str) -> Around:

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 import pluggy
-from _overhead import Around, VariantBench
+from _overhead import Around, VariantBench, global_backward_hook
 
 from hookgrad.hookspecs import PROJECT_NAME, hookimpl, specs
 from hookgrad.runtime._bridge import HookBridge
@@ -70,11 +70,8 @@ def _torch_pluggy_hook(torch: ModuleType) -> Iterator[None]:
     def dispatch(module: Any, grad_input: Any, grad_output: Any) -> None:
         hook(event=(module, grad_input, grad_output))
 
-    handle = torch.nn.modules.module.register_module_full_backward_hook(dispatch)
-    try:
+    with global_backward_hook(torch, dispatch):
         yield
-    finally:
-        handle.remove()
 
 
 def _around(lib: ModuleType, variant: str) -> Around:

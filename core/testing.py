@@ -18,9 +18,10 @@ from typing import Any
 
 from .autograd import gradcheck
 from .hookspecs import PluginConfig
+from .nn.modules import module as _registry
 from .runtime import MemorySink, PluginCatalog, Runtime
 
-__all__ = ["EventCapture", "capture_events", "gradcheck"]
+__all__ = ["EventCapture", "capture_events", "global_hook_counts", "gradcheck"]
 
 
 class EventCapture:
@@ -72,3 +73,20 @@ def capture_events(
 
 def _default_name(plugin: object) -> str:
     return getattr(plugin, "__name__", None) or type(plugin).__name__
+
+
+def global_hook_counts() -> dict[str, int]:
+    """How many global module hooks of each kind are registered right now.
+
+    For plugin authors checking that a hook their config switches off costs nothing (no global
+    hook, so module calls keep the fast path). ``forward_with_kwargs`` and
+    ``forward_always_called`` count the forward hooks registered with those flags.
+    """
+    return {
+        "forward_pre": len(_registry._global_forward_pre_hooks),
+        "forward": len(_registry._global_forward_hooks),
+        "forward_with_kwargs": len(_registry._global_forward_hooks_with_kwargs),
+        "forward_always_called": len(_registry._global_forward_hooks_always_called),
+        "backward_pre": len(_registry._global_backward_pre_hooks),
+        "backward": len(_registry._global_backward_hooks),
+    }

@@ -79,3 +79,26 @@ def test_gradcheck_is_reexported_and_checks_gradients():
     assert gradcheck is hookgrad.autograd.gradcheck
     x = hookgrad.tensor([0.5, -1.5, 2.0], dtype=hookgrad.float64, requires_grad=True)
     assert gradcheck(lambda t: (t * t * t).sum(), (x,))
+
+
+def test_global_hook_counts_follow_registration_and_removal() -> None:
+    """global_hook_counts counts each kind of global module hook, flags included."""
+    from hookgrad.nn.modules import module as registry
+    from hookgrad.testing import global_hook_counts
+
+    assert set(global_hook_counts().values()) == {0}
+    handles = [
+        registry.register_module_forward_hook(lambda *a: None, with_kwargs=True),
+        registry.register_module_full_backward_hook(lambda *a: None),
+    ]
+    assert global_hook_counts() == {
+        "forward_pre": 0,
+        "forward": 1,
+        "forward_with_kwargs": 1,
+        "forward_always_called": 0,
+        "backward_pre": 0,
+        "backward": 1,
+    }
+    for handle in handles:
+        handle.remove()
+    assert set(global_hook_counts().values()) == {0}

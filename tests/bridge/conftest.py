@@ -8,23 +8,14 @@ from typing import Any
 import pluggy
 import pytest
 
+from hookgrad import testing
 from hookgrad.hookspecs import PROJECT_NAME, PluginConfig, hookimpl, specs
-from hookgrad.nn.modules import module as registry
 from hookgrad.runtime._bridge import HookBridge
-
-GLOBAL_TABLES = (
-    registry._global_forward_pre_hooks,
-    registry._global_forward_hooks,
-    registry._global_forward_hooks_with_kwargs,
-    registry._global_forward_hooks_always_called,
-    registry._global_backward_pre_hooks,
-    registry._global_backward_hooks,
-)
 
 
 def global_hook_counts() -> list[int]:
     """How many entries each global module hook table holds (forward pre ... backward)."""
-    return [len(table) for table in GLOBAL_TABLES]
+    return list(testing.global_hook_counts().values())
 
 
 class Recorder:

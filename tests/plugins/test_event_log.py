@@ -18,20 +18,20 @@ import pytest
 import hookgrad
 from hookgrad import nn
 from hookgrad.hookspecs import HOOK_EVENTS, ForwardEvent, FullBackwardEvent, PluginConfig, hookimpl
-from hookgrad.nn.modules import module as registry
 from hookgrad.plugins.event_log import ENVELOPE, HOOK_OF_PHASE, EventLog
 from hookgrad.runtime import ConfigError
-from hookgrad.testing import capture_events
+from hookgrad.testing import capture_events, global_hook_counts
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins" / "event_log.md"
 LR = 0.1
 ALL_PHASES = list(HOOK_OF_PHASE)
-GLOBAL_TABLES = {
-    "forward_pre": registry._global_forward_pre_hooks,
-    "forward": registry._global_forward_hooks,
-    "backward_pre": registry._global_backward_pre_hooks,
-    "backward": registry._global_backward_hooks,
-}
+MODULE_HOOK_KINDS = ("forward_pre", "forward", "backward_pre", "backward")
+
+
+def module_hook_counts() -> list[int]:
+    """Global forward pre, forward, backward pre and full backward hooks registered now."""
+    counts = global_hook_counts()
+    return [counts[kind] for kind in MODULE_HOOK_KINDS]
 
 
 # ---------------------------------------------------------------------- helpers
@@ -168,17 +168,17 @@ def test_run_hooks_only_install_no_module_hook() -> None:
     model = hookgrad.nn.Linear(2, 1)
     optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
     with runtime(hooks=["optimizer_step_post"]):
-        assert [len(table) for table in GLOBAL_TABLES.values()] == [1, 1, 0, 0]
+        assert module_hook_counts() == [1, 1, 0, 0]
         model(hookgrad.ones(1, 2)).sum().backward()
         optimizer.step()
-        assert [len(table) for table in GLOBAL_TABLES.values()] == [0, 0, 0, 0]
+        assert module_hook_counts() == [0, 0, 0, 0]
 
 
 def test_backward_only_installs_no_backward_pre_hook() -> None:
     """hooks = ["backward"]: the full backward hook (and the forward pair that names calls)."""
     with runtime(hooks=["backward"]):
-        counts = {kind: len(table) for kind, table in GLOBAL_TABLES.items()}
-    assert counts == {"forward_pre": 1, "forward": 1, "backward_pre": 0, "backward": 1}
+        counts = module_hook_counts()
+    assert counts == [1, 1, 0, 1]  # forward_pre, forward, backward_pre, backward
 
 
 # ---------------------------------------------------------------------- records

@@ -17,19 +17,9 @@ from pydantic import ValidationError
 
 import hookgrad
 from hookgrad.hookspecs import OptimizerStepPreEvent, Stage, hookimpl, stage
-from hookgrad.nn.modules import module as registry
 from hookgrad.plugins import grad_stats as gs
 from hookgrad.plugins.grad_stats import GradStats, per_layer_table
-from hookgrad.testing import EventCapture, capture_events
-
-GLOBAL_TABLES = (
-    registry._global_forward_pre_hooks,
-    registry._global_forward_hooks,
-    registry._global_forward_hooks_with_kwargs,
-    registry._global_forward_hooks_always_called,
-    registry._global_backward_pre_hooks,
-    registry._global_backward_hooks,
-)
+from hookgrad.testing import EventCapture, capture_events, global_hook_counts
 
 W0 = np.array([[1.0, -2.0, 0.0], [2.0, 0.5, -1.0]], dtype=np.float32)
 B0 = np.array([0.5, -0.5], dtype=np.float32)
@@ -296,7 +286,7 @@ def test_grad_output_records_equal_numpy_and_need_the_option() -> None:
     c = np.array([[1.0, -2.0], [0.0, 4.0]], dtype=np.float32)
     plugin = GradStats(GradStats.Config(summary=False, grad_output=True))
     with capture_events(("grad_stats", plugin)):
-        assert len(registry._global_backward_hooks) == 1
+        assert global_hook_counts()["backward"] == 1
         y = model(x)
         (y * hookgrad.tensor(c)).sum().backward()
     by_module = {r["module_name"]: r["data"] for r in only(plugin.records, kind="grad_output")}
@@ -322,10 +312,10 @@ def test_default_config_installs_no_module_hook() -> None:
     optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
     with capture_events(("grad_stats", plugin)) as capture:
         capture.runtime.watch(model)
-        assert [len(table) for table in GLOBAL_TABLES] == [0] * 6
+        assert set(global_hook_counts().values()) == {0}
         model(hookgrad.randn(4, 3)).sum().backward()
         optimizer.step()
-        assert [len(table) for table in GLOBAL_TABLES] == [0] * 6
+        assert set(global_hook_counts().values()) == {0}
     assert only(plugin.records, kind="module_grad")
     assert not only(plugin.records, kind="grad_output")
 
