@@ -152,10 +152,10 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
             if task.captures is None:
                 _accumulate(task, node.variable, grads[0])
             continue
-        outputs = _compute(node, grads)
+        outputs = node.backward_multi(grads) if node._plain_identity else _compute(node, grads)
         if hooks is not None and hooks.post:
             outputs = _hook_calls.run_post_hooks(node, hooks, outputs, grads)
-        if not retain:
+        if not retain and node._saved_fields:  # nothing saved, nothing to free or to misuse
             node._release()
         for edge, grad in zip(node._next, outputs):
             if edge is None:
@@ -231,7 +231,7 @@ def _needed_nodes(task: _GraphTask, roots: Sequence[Edge], inputs: Sequence[Edge
     return {node for node, needed in memo.items() if needed}
 
 
-def _compute(node: Node, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+def _compute(node: Node, grads: list[np.ndarray | None]) -> Sequence[np.ndarray | None]:
     if node._freed and node._saved_fields:
         raise RuntimeError(_FREED_MESSAGE)
     for tensor, version in node._versions:

@@ -63,6 +63,9 @@ class Node:
     # True when every output is a view of an input that must not be modified in place
     # (module backward-hook wrappers, SEMANTICS B-15); see _view_error_message.
     _outputs_are_views: ClassVar[bool] = False
+    # True for pass-through nodes that save nothing and fill in missing gradients themselves:
+    # the engine calls their backward_multi directly, skipping the saved-state checks.
+    _plain_identity: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -83,7 +86,7 @@ class Node:
         """Given the gradient of the output, return one gradient per edge (None where unneeded)."""
         raise NotImplementedError(f"{type(self).__name__} defines no backward formula")
 
-    def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+    def backward_multi(self, grads: list[np.ndarray | None]) -> Sequence[np.ndarray | None]:
         """Multi-output nodes override this; grads holds one entry per output (None if unused)."""
         return self.backward(grads[0])
 

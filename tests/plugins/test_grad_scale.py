@@ -196,7 +196,8 @@ def test_constant_scales_the_module_and_what_is_upstream_of_it(
     modules: list[str], scaled: set[str]
 ) -> None:
     """Grads of the scaled module's parameters and of those before it are factor times the
-    unscaled ones (exactly: 0.25 is a power of two); later modules' grads are unchanged."""
+    unscaled ones; later modules' grads are unchanged. (0.25 is a power of two, but BLAS may
+    sum in a different order when the arrays sit at other alignments: one ulp is allowed.)"""
     model = _model(hookgrad.nn)
     x = hookgrad.tensor(_inputs(), requires_grad=True)
     model(x).sum().backward()
@@ -205,7 +206,8 @@ def test_constant_scales_the_module_and_what_is_upstream_of_it(
     with capture_events(("grad_scale", _constant(0.25, modules))):
         model(x).sum().backward()
     for name, grad in _grads(model).items():
-        np.testing.assert_array_equal(grad, plain[name] * (0.25 if name in scaled else 1.0))
+        expected = plain[name] * (0.25 if name in scaled else 1.0)
+        np.testing.assert_allclose(grad, expected, rtol=2e-7, atol=0)
 
 
 @pytest.mark.parametrize("modules", [["*"], ["1", "2"], ["0"], [""]])
@@ -237,7 +239,7 @@ def test_constant_matches_a_torch_global_full_backward_pre_hook(modules: list[st
 
 def test_constant_factor_compounds_over_nested_selected_modules() -> None:
     """With the default modules=["*"] the first layer's grad is scaled on each selected module
-    of the path: the root, 2, 1 (Tanh) and 0, so by factor**4."""
+    of the path: the root, 2, 1 (Tanh) and 0, so by factor**4 (to one ulp, as above)."""
     model = _model(hookgrad.nn)
     x = hookgrad.tensor(_inputs(), requires_grad=True)
     model(x).sum().backward()
@@ -246,8 +248,8 @@ def test_constant_factor_compounds_over_nested_selected_modules() -> None:
     with capture_events(("grad_scale", _constant(0.5))):
         model(x).sum().backward()
     got = _grads(model)
-    np.testing.assert_array_equal(got["0.weight"], plain["0.weight"] * 0.5**4)
-    np.testing.assert_array_equal(got["2.weight"], plain["2.weight"] * 0.5**2)
+    np.testing.assert_allclose(got["0.weight"], plain["0.weight"] * 0.5**4, rtol=2e-7, atol=0)
+    np.testing.assert_allclose(got["2.weight"], plain["2.weight"] * 0.5**2, rtol=2e-7, atol=0)
 
 
 def test_constant_keeps_none_grad_output_entries() -> None:

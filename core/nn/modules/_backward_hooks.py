@@ -41,6 +41,7 @@ class BackwardHookFunctionBackward(Node):
     __slots__ = ("_hook", "_is_output", "_meta", "_n_out")
     _materialize = True
     _outputs_are_views = True
+    _plain_identity = True
 
     def __init__(
         self, edges: tuple[Any, ...], hook: BackwardHook, is_output: bool, meta: list[Any]
@@ -56,9 +57,9 @@ class BackwardHookFunctionBackward(Node):
         self._meta = meta
         self._n_out = len(meta)
 
-    def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+    def backward_multi(self, grads: list[np.ndarray | None]) -> Sequence[np.ndarray | None]:
         if self._is_output:
-            return self._hook._on_output_grads(grads)
+            return self._hook._on_output_grads(grads, self._meta)
         for i, g in enumerate(grads):  # missing input gradients become zeros (B-7, B-18)
             if g is None:
                 shape, dtype = self._meta[i]
@@ -84,9 +85,6 @@ def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]], what: str) -
 
 def _packed(index: list[int], size: int, grads: Sequence[np.ndarray | None]) -> tuple[Any, ...]:
     """Tensors at the tensor positions, None elsewhere (torch's ``_pack_with_none``)."""
-    if size == 1:
-        g = grads[0]
-        return (None if g is None else _wrap(g),)
     packed: list[Any] = [None] * size
     for i, g in zip(index, grads):
         if g is not None:
@@ -94,8 +92,24 @@ def _packed(index: list[int], size: int, grads: Sequence[np.ndarray | None]) -> 
     return tuple(packed)
 
 
+def _checked_count(result: Any, current: tuple[Any, ...], who: str, what: str) -> Any:
+    """A hook's replacement must have as many entries as what it replaces (B-16, B-17)."""
+    if len(result) != len(current):
+        raise RuntimeError(
+            f"{who} returned an invalid number of {what}, "
+            f"got {len(result)}, but expected {len(current)}"
+        )
+    return result
+
+
 class BackwardHook:
-    """The backward hooks of one module call, captured when the call happened (B-19)."""
+    """The backward hooks of one module call, captured when the call happened (B-19).
+
+    Forward wraps the call's tensor inputs and outputs through one identity node each
+    (``setup_input_hook``/``setup_output_hook``); backward reaches the output node first
+    (pre-hooks, remember grad_output), then the input node (full hooks). The one-tensor case
+    is spelled out because it is nearly every module call.
+    """
 
     __slots__ = (
         "grad_outputs",
@@ -104,7 +118,6 @@ class BackwardHook:
         "n_inputs",
         "n_outputs",
         "output_index",
-        "output_meta",
         "user_hooks",
         "user_pre_hooks",
     )
@@ -116,73 +129,90 @@ class BackwardHook:
         self.user_hooks = user_hooks
         self.user_pre_hooks = user_pre_hooks
         self.grad_outputs: tuple[Any, ...] | None = None
-        self.n_inputs = -1
-        self.n_outputs = -1
         self.input_index: list[int] | None = None
         self.output_index: list[int] | None = None
-        self.output_meta: list[tuple[tuple[int, ...], np.dtype[Any]]] = []
 
     # -- forward time --------------------------------------------------------------------------
     def setup_input_hook(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         self.n_inputs = len(args)
+        if len(args) == 1:
+            t = args[0]
+            if isinstance(t, Tensor) and t._requires_grad and grad_state.enabled:
+                self.input_index = _ONLY_FIRST
+                return (self._wrap_one(t, False),)
+            return args
         wrapped, self.input_index = self._wrap_tensors(args, False)
         return wrapped
 
     def setup_output_hook(self, result: Any) -> Any:
-        if isinstance(result, tuple):
-            self.n_outputs = len(result)
-            wrapped, self.output_index = self._wrap_tensors(result, True)
-            return wrapped
-        self.n_outputs = 1
-        wrapped, self.output_index = self._wrap_tensors((result,), True)
-        return wrapped[0]
+        if isinstance(result, Tensor):
+            self.n_outputs = 1
+            if result._requires_grad and grad_state.enabled:
+                self.output_index = _ONLY_FIRST
+                return self._wrap_one(result, True)
+            return result
+        self.n_outputs = len(result)
+        wrapped, self.output_index = self._wrap_tensors(result, True)
+        return wrapped
+
+    def _wrap_one(self, t: Tensor, is_output: bool) -> Tensor:
+        """The one-tensor call, nearly every module call: no index lists."""
+        d = t._data
+        fn = t.grad_fn
+        edges = ((fn, t._output_nr) if fn is not None else edge(t),)
+        node = BackwardHookFunctionBackward(edges, self, is_output, [(d.shape, d.dtype)])
+        return _identity_view(t, node, 0)
 
     def _wrap_tensors(
         self, values: tuple[Any, ...], is_output: bool
     ) -> tuple[tuple[Any, ...], list[int] | None]:
         """Route the tensors among ``values`` through one identity node (if any needs grad)."""
-        if len(values) == 1:  # the common case, one tensor in or out, without the lists
-            t = values[0]
-            if not (isinstance(t, Tensor) and t._requires_grad and grad_state.enabled):
-                return values, None
-            d = t._data
-            meta = [(d.shape, d.dtype)]
-            node = BackwardHookFunctionBackward((edge(t),), self, is_output, meta)
-            if is_output:
-                self.output_meta = meta
-            return (_identity_view(t, node, 0),), [0]
-        index = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
-        if not grad_state.enabled or not any(values[i]._requires_grad for i in index):
+        if not grad_state.enabled:
             return values, None
-        tensors = [values[i] for i in index]
-        meta = [(t._data.shape, t._data.dtype) for t in tensors]
-        node = BackwardHookFunctionBackward(
-            tuple([edge(t) for t in tensors]), self, is_output, meta
-        )
-        if is_output:
-            self.output_meta = meta
+        index: list[int] = []
+        edges: list[Any] = []
+        meta: list[Any] = []
+        needed = False
+        for i, v in enumerate(values):
+            if isinstance(v, Tensor):
+                index.append(i)
+                edges.append(edge(v))
+                meta.append((v._data.shape, v._data.dtype))
+                needed = needed or v._requires_grad
+        if not needed:
+            return values, None
+        node = BackwardHookFunctionBackward(tuple(edges), self, is_output, meta)
         replaced = list(values)
         for nr, i in enumerate(index):
             replaced[i] = _identity_view(values[i], node, nr)
         return tuple(replaced), index
 
     # -- backward time -------------------------------------------------------------------------
-    def _on_output_grads(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+    def _on_output_grads(
+        self, grads: list[np.ndarray | None], meta: list[Any]
+    ) -> Sequence[np.ndarray | None]:
         """Pre-hooks may replace grad_output; with no input needing grad, full hooks fire here."""
         assert self.output_index is not None
-        packed = _packed(self.output_index, self.n_outputs, grads)
-        grad_outputs = _chain(
-            self.user_pre_hooks, (self.module,), packed, (), "Backward pre hook", "grad_output"
-        )
-        replaced = grad_outputs is not packed
+        if self.n_outputs == 1:
+            g = grads[0]
+            packed = grad_outputs = (None if g is None else _wrap(g),)
+        else:
+            packed = grad_outputs = _packed(self.output_index, self.n_outputs, grads)
+        if self.user_pre_hooks:
+            module = self.module
+            for hook in self.user_pre_hooks:
+                result = hook(module, grad_outputs)
+                if result is not None:
+                    grad_outputs = _checked_count(
+                        result, grad_outputs, "Backward pre hook", "grad_output"
+                    )
         self.grad_outputs = grad_outputs
         if self.input_index is None:
             self._fire_without_input_grads(grad_outputs)
-        if not replaced:
-            return tuple(grads)
+        if grad_outputs is packed:
+            return grads
         return tuple(
-            _array(grad_outputs[i], meta, "grad_output")
-            for i, meta in zip(self.output_index, self.output_meta)
+            _array(grad_outputs[i], like, "grad_output") for i, like in zip(self.output_index, meta)
         )
 
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
@@ -199,56 +229,55 @@ class BackwardHook:
                 )
         self.grad_outputs = None
 
-    def _on_input_grads(self, grads: list[np.ndarray]) -> tuple[np.ndarray | None, ...]:
+    def _on_input_grads(self, grads: list[np.ndarray]) -> Sequence[np.ndarray | None]:
         """Full hooks see grad_input (zeros where no gradient arrived) and may replace it."""
         grad_outputs = self.grad_outputs
         if grad_outputs is None or not self.user_hooks:
-            return tuple(grads)
-        assert self.input_index is not None
-        packed = _packed(self.input_index, self.n_inputs, grads)
-        grad_inputs = _chain(
-            self.user_hooks, (self.module,), packed, (grad_outputs,), "Backward hook", "grad_input"
-        )
+            return grads
         self.grad_outputs = None
+        assert self.input_index is not None
+        if self.n_inputs == 1:
+            packed = grad_inputs = (_wrap(grads[0]),)  # never None: filled with zeros
+        else:
+            packed = grad_inputs = _packed(self.input_index, self.n_inputs, grads)
+        module = self.module
+        for hook in self.user_hooks:
+            result = hook(module, grad_inputs, grad_outputs)
+            if result is not None:
+                grad_inputs = _checked_count(result, grad_inputs, "Backward hook", "grad_input")
         if grad_inputs is packed:
-            return tuple(grads)
+            return grads
         return tuple(
             _array(grad_inputs[i], (g.shape, g.dtype), "grad_input")
             for i, g in zip(self.input_index, grads)
         )
 
 
-def _chain(
-    hooks: Sequence[Hook],
-    leading: tuple[Any, ...],
-    current: Any,
-    trailing: tuple[Any, ...],
-    who: str,
-    what: str,
-) -> Any:
-    """Call each hook as ``hook(*leading, current, *trailing)``; a non-None result of the
-    same length replaces ``current`` for the next one (B-16, B-17). Returns ``current``
-    itself when no hook replaced it."""
-    for hook in hooks:
-        result = hook(*leading, current, *trailing)
-        if result is None:
-            continue
-        if len(result) != len(current):
-            raise RuntimeError(
-                f"{who} returned an invalid number of {what}, "
-                f"got {len(result)}, but expected {len(current)}"
-            )
-        current = result
-    return current
+# The index list of a call with exactly one tensor: shared, never mutated.
+_ONLY_FIRST = [0]
+
+_new_tensor = object.__new__
 
 
 def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Tensor:
-    """A new tensor object over the same memory, produced by ``node`` (B-14, B-15)."""
-    out = _wrap(t._data)
-    out._vbox = t._vbox
-    out._base = t if t._base is None else t._base
+    """A new tensor object over the same memory, produced by ``node`` (B-14, B-15).
+
+    Every field is written once here (rather than ``_wrap`` then overwrites): this runs twice
+    per hooked module call.
+    """
+    out = _new_tensor(Tensor)
+    out._data = t._data
+    out._grad = None
     if t._requires_grad:
         out._requires_grad = True
         out.grad_fn = node
         out._output_nr = nr
+    else:  # a multi-tensor call's input that needs no gradient: same memory, no node
+        out._requires_grad = False
+        out.grad_fn = None
+        out._output_nr = 0
+    out._vbox = t._vbox
+    out._base = t if t._base is None else t._base
+    out._acc = None
+    out._hooks = None
     return out

@@ -183,19 +183,29 @@ _NO_BACKWARD_HOOKS: tuple[list[Hook], list[Hook], list[Hook]] = ([], [], [])
 
 
 def _backward_hook_lists(module: Any) -> tuple[list[Hook], list[Hook], list[Hook]]:
-    """(full hooks, regular hooks, pre-hooks), globals first, captured now (B-19)."""
+    """(full hooks, regular hooks, pre-hooks), globals first, captured now (B-19).
+
+    The returned lists are read-only (callers only test and iterate them), so the shared
+    empty list stands for "none of this kind".
+    """
     g = GLOBAL_HOOKS
-    if not (g.backward or g.backward_pre or module._backward_hooks or module._backward_pre_hooks):
-        return _NO_BACKWARD_HOOKS  # read-only: callers only test and iterate these lists
-    pre: list[Hook] = []
-    if g.backward_pre or module._backward_pre_hooks:
-        pre = [*g.backward_pre.values(), *module._backward_pre_hooks.values()]
+    local, local_pre = module._backward_hooks, module._backward_pre_hooks
+    if not (local or local_pre or g.backward_pre):  # the global-hooks-only case, made short
+        if not g.backward:
+            return _NO_BACKWARD_HOOKS
+        if g.is_full_backward_hook:
+            return list(g.backward.values()), _NONE, _NONE
+        return _NONE, list(g.backward.values()), _NONE
+    pre = [*g.backward_pre.values(), *local_pre.values()] if g.backward_pre or local_pre else _NONE
     full: list[Hook] = []
     regular: list[Hook] = []
-    if g.backward or module._backward_hooks:
+    if g.backward or local:
         (full if g.is_full_backward_hook else regular).extend(g.backward.values())
-        (full if module._is_full_backward_hook else regular).extend(module._backward_hooks.values())
+        (full if module._is_full_backward_hook else regular).extend(local.values())
     return full, regular, pre
+
+
+_NONE: list[Hook] = _NO_BACKWARD_HOOKS[0]
 
 
 def _run_forward_pre_hooks(module: Any, state: _CallState) -> None:
@@ -256,18 +266,33 @@ def _inner_call(module: Any, state: _CallState) -> Any:
     if GLOBAL_HOOKS.forward or module._forward_hooks:
         _run_forward_hooks(module, state)
     if bw_hook is not None:
-        if not isinstance(state.result, (Tensor, tuple)):
-            warnings.warn(
-                "For backward hooks to be called, module output should be a Tensor or a tuple of "
-                f"Tensors but received {type(state.result)}",
-                UserWarning,
-                stacklevel=4,
-            )
-        else:
-            state.result = bw_hook.setup_output_hook(state.result)
+        state.result = _hook_output(bw_hook, state.result)
     if regular:
         _attach_regular_hooks(module, regular, state.args, state.result)
     return state.result
+
+
+def _hook_output(bw_hook: BackwardHook, result: Any) -> Any:
+    """Route the module's output through the backward-hook node, if it is tensors at all."""
+    if isinstance(result, (Tensor, tuple)):
+        return bw_hook.setup_output_hook(result)
+    warnings.warn(
+        "For backward hooks to be called, module output should be a Tensor or a tuple of "
+        f"Tensors but received {type(result)}",
+        UserWarning,
+        stacklevel=5,
+    )
+    return result
+
+
+def _backward_hooked_call(
+    module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], full: list[Hook], pre: list[Hook]
+) -> Any:
+    """A call whose only hooks are full backward and backward pre-hooks: no forward hook can
+    run, so there is no call state to track for the exception path."""
+    bw_hook = BackwardHook(module, full, pre)
+    result = module.forward(*bw_hook.setup_input_hook(args), **kwargs)
+    return _hook_output(bw_hook, result)
 
 
 def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -298,9 +323,12 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 
 def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     g = GLOBAL_HOOKS
-    if not (
-        g.forward_pre or g.forward or g.backward_pre or g.backward or module._has_local_hooks()
-    ):
+    if not (g.forward_pre or g.forward or module._forward_pre_hooks or module._forward_hooks):
+        full, regular, pre = _backward_hook_lists(module)
+        if regular:
+            return _inner_call(module, _CallState(args, kwargs))
+        if full or pre:
+            return _backward_hooked_call(module, args, kwargs, full, pre)
         g.any_registered()
         d = module.__dict__
         d["_hooks_maybe"] = d["_hooks_complex"] = False  # every handle was removed
