@@ -333,12 +333,32 @@ def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
         d = module.__dict__
         d["_hooks_maybe"] = d["_hooks_complex"] = False  # every handle was removed
         return module.forward(*args, **kwargs)
+    if not _needs_general_path(module):  # the hooks that set the flags were removed since
+        g.any_registered()
+        module.__dict__["_hooks_complex"] = False
+        return call_with_hooks(module, args, kwargs)
     state = _CallState(args, kwargs)
     try:
         return _inner_call(module, state)
     except Exception:
         _run_always_called_hooks(module, state)
         raise
+
+
+def _needs_general_path(module: Any) -> bool:
+    """Whether some hook registered now, global or local, is one the short path cannot run."""
+    g = GLOBAL_HOOKS
+    return bool(
+        g.backward
+        or g.backward_pre
+        or g.forward_with_kwargs
+        or g.forward_always_called
+        or module._backward_hooks
+        or module._backward_pre_hooks
+        or module._forward_pre_hooks_with_kwargs
+        or module._forward_hooks_with_kwargs
+        or module._forward_hooks_always_called
+    )
 
 
 def _run_always_called_hooks(module: Any, state: _CallState) -> None:

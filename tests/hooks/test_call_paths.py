@@ -1,0 +1,74 @@
+"""Which internal path a module call takes once hooks come and go (hookgrad only, no torch).
+
+Handles remove hooks without telling the module or the global table, so the "maybe" flags
+that choose the path can outlive the hooks that set them. These tests pin that a removed
+backward, with_kwargs or always_call hook stops costing the general path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import hookgrad
+from hookgrad import nn
+from hookgrad.nn.modules import _module_hooks
+from hookgrad.nn.modules import module as registry
+
+
+def _general_path_forbidden(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("took the general call path although only plain hooks remain")
+
+
+def test_removing_the_global_backward_hook_returns_forward_hooks_to_the_short_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[str] = []
+    forward = registry.register_module_forward_hook(lambda m, a, o: seen.append(type(m).__name__))
+    try:
+        registry.register_module_full_backward_hook(lambda m, gi, go: None).remove()
+        layer = nn.Linear(2, 2)
+        layer(hookgrad.ones(1, 2))  # finds the stale flag and clears it
+        assert registry.GLOBAL_HOOKS.complex is False
+        monkeypatch.setattr(_module_hooks, "_call_general", _general_path_forbidden)
+        layer(hookgrad.ones(1, 2))
+    finally:
+        forward.remove()
+    assert seen == ["Linear", "Linear"]
+
+
+@pytest.mark.parametrize("options", [{"with_kwargs": True}, {"always_call": True}])
+def test_removing_a_local_complex_hook_returns_the_module_to_the_short_path(
+    monkeypatch: pytest.MonkeyPatch, options: dict[str, bool]
+) -> None:
+    layer = nn.Linear(2, 2)
+    calls: list[str] = []
+    layer.register_forward_hook(lambda *a: calls.append("plain"))
+    layer.register_forward_hook(lambda *a: calls.append("complex"), **options).remove()
+    layer(hookgrad.ones(1, 2))
+    assert layer._hooks_complex is False
+    monkeypatch.setattr(_module_hooks, "_call_general", _general_path_forbidden)
+    layer(hookgrad.ones(1, 2))
+    assert calls == ["plain", "plain"]
+
+
+def test_backward_hooks_only_path_lets_a_forward_error_through_unchanged() -> None:
+    """No forward hook means no call state: the user's exception still propagates as is
+    and the module works on the next call (E-1)."""
+
+    class Failing(nn.Module):
+        def forward(self, x: Any) -> Any:
+            raise KeyError("from forward")
+
+    fired: list[str] = []
+    module = Failing()
+    handle = registry.register_module_full_backward_hook(lambda m, gi, go: fired.append("bwd"))
+    try:
+        with pytest.raises(KeyError, match="from forward"):
+            module(hookgrad.ones(1, requires_grad=True))
+        layer = nn.Linear(1, 1)
+        layer(hookgrad.ones(1, 1, requires_grad=True)).sum().backward()
+    finally:
+        handle.remove()
+    assert fired == ["bwd"]
