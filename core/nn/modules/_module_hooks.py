@@ -304,18 +304,25 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     g = GLOBAL_HOOKS
     if g.complex or module._hooks_complex:
         return _call_general(module, args, kwargs)
-    pre = (*g.forward_pre.values(), *module._forward_pre_hooks.values())
-    for hook in pre:
-        result = hook(module, args)
-        if result is not None:
-            args = result if isinstance(result, tuple) else (result,)
+    hooked = False
+    table, local = g.forward_pre, module._forward_pre_hooks
+    if table or local:
+        hooked = True
+        # Snapshots (H-5: a hook that registers or removes hooks changes the next call only);
+        # with no local hooks, the global table alone, which is the cheaper copy.
+        for hook in (*table.values(), *local.values()) if local else tuple(table.values()):
+            result = hook(module, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
     output = module.forward(*args, **kwargs)
-    post = (*g.forward.values(), *module._forward_hooks.values())
-    for hook in post:
-        result = hook(module, args, output)
-        if result is not None:
-            output = result
-    if not pre and not post:  # every handle was removed: let the next call take the fast path
+    table, local = g.forward, module._forward_hooks
+    if table or local:
+        hooked = True
+        for hook in (*table.values(), *local.values()) if local else tuple(table.values()):
+            result = hook(module, args, output)
+            if result is not None:
+                output = result
+    if not hooked:  # every handle was removed: let the next call take the fast path
         module.__dict__["_hooks_maybe"] = module._has_local_hooks()
         g.any_registered()
     return output
