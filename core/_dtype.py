@@ -17,7 +17,9 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "c_type_name",
     "resolve_dtype",
+    "scalar_type_name",
     "uint8",
 ]
 
@@ -30,6 +32,31 @@ int32 = np.dtype(np.int32)
 int64 = np.dtype(np.int64)
 uint8 = np.dtype(np.uint8)
 bool_ = np.dtype(np.bool_)
+
+
+# torch's two spellings of a dtype in error messages: its ScalarType name ("Float") and the
+# C++ type behind it ("float").
+_SCALAR_TYPE_NAMES = {
+    float16: ("Half", "c10::Half"),
+    float32: ("Float", "float"),
+    float64: ("Double", "double"),
+    int8: ("Char", "signed char"),
+    int16: ("Short", "short int"),
+    int32: ("Int", "int"),
+    int64: ("Long", "long int"),
+    uint8: ("Byte", "unsigned char"),
+    bool_: ("Bool", "bool"),
+}
+
+
+def scalar_type_name(dtype: np.dtype[Any]) -> str:
+    """torch's ScalarType name of ``dtype``, as in ``FloatTensor`` or "grad_dtype 'Float'"."""
+    return _SCALAR_TYPE_NAMES.get(dtype, (str(dtype), ""))[0]
+
+
+def c_type_name(dtype: np.dtype[Any]) -> str:
+    """The C++ type torch names for ``dtype`` in some messages ("double", "long int")."""
+    return _SCALAR_TYPE_NAMES.get(dtype, ("", str(dtype)))[1]
 
 
 def get_default_dtype() -> np.dtype[Any]:

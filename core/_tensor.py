@@ -187,10 +187,21 @@ class Tensor:
                 raise TypeError(
                     f"assigned grad expected to be a Tensor or None but got {type(value).__name__}"
                 )
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype "
+                    f"'{_dtype.c_type_name(value._data.dtype)}' to a tensor with grad_dtype "
+                    f"'{_dtype.scalar_type_name(self._data.dtype)}'. The gradient must match the "
+                    "tensor's grad_dtype (defaults to the tensor's dtype). You can set the "
+                    "tensor's grad_dtype attribute with a specific dtype, or None to allow any "
+                    "dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+                    "gradient may break downstream systems that assume they match."
+                )
             if value._data.shape != self._data.shape:
                 raise RuntimeError(
-                    f"assigned grad has data of a different size: {list(value._data.shape)} "
-                    f"vs {list(self._data.shape)}"
+                    f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
+                    f"tensor of size '{list(self._data.shape)}'. Please ensure that the gradient "
+                    "and the tensor are the same size"
                 )
         self._grad = value
 

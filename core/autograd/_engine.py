@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._dtype import scalar_type_name
 from .._grad_mode import _state as _grad_state
 from .._tensor import _wrap
 from . import _hook_calls
@@ -252,9 +253,7 @@ def _compute(node: Node, grads: list[np.ndarray | None]) -> Sequence[np.ndarray 
 def _modified_message(tensor: Tensor, version: int) -> str:
     fn = tensor.grad_fn
     origin = f", which is output {tensor._output_nr} of {fn.name()}," if fn is not None else ""
-    kind = {np.dtype("float32"): "FloatTensor", np.dtype("float64"): "DoubleTensor"}.get(
-        tensor._data.dtype, f"{tensor._data.dtype}Tensor"
-    )
+    kind = f"{scalar_type_name(tensor._data.dtype)}Tensor"
     shape = ", ".join(str(s) for s in tensor._data.shape)
     return (
         "one of the variables needed for gradient computation has been modified by an inplace "

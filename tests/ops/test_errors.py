@@ -310,3 +310,50 @@ def test_gelu_rejects_unknown_approximation() -> None:
 
     with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
         gelu(hookgrad.ones(2), approximate="erf")
+
+
+@pytest.mark.parametrize(
+    ("dtype", "grad_dtype", "names"),
+    [
+        ("float32", "float64", ("double", "Float")),
+        ("float64", "float32", ("float", "Double")),
+        ("float32", "int64", ("long int", "Float")),
+        ("float16", "float32", ("float", "Half")),
+    ],
+)
+def test_grad_of_another_dtype_is_refused(
+    lib: Any, dtype: str, grad_dtype: str, names: tuple[str, str]
+) -> None:
+    """Assigning ``.grad`` checks the dtype first, naming both dtypes as torch spells them."""
+    p = lib.zeros(3, dtype=getattr(lib, dtype))
+    with pytest.raises(RuntimeError) as raised:
+        p.grad = lib.zeros(2, dtype=getattr(lib, grad_dtype))
+    given, expected = names
+    assert str(raised.value).startswith(
+        f"attempting to assign a gradient with dtype '{given}' to a tensor with grad_dtype "
+        f"'{expected}'. The gradient must match the tensor's grad_dtype"
+    )
+    assert p.grad is None
+
+
+def test_grad_of_another_size_is_refused(lib: Any) -> None:
+    p = lib.zeros(3)
+    with pytest.raises(RuntimeError) as raised:
+        p.grad = lib.zeros(2, 1)
+    assert str(raised.value) == (
+        "attempting to assign a gradient of size '[2, 1]' to a tensor of size '[3]'. Please "
+        "ensure that the gradient and the tensor are the same size"
+    )
+
+
+@pytest.mark.parametrize(
+    ("dtype", "kind"), [("float64", "DoubleTensor"), ("float16", "HalfTensor")]
+)
+def test_inplace_error_names_the_tensor_type(lib: Any, dtype: str, kind: str) -> None:
+    """The modified tensor is named by its torch type, e.g. ``[torch.DoubleTensor [2]]``."""
+    x = lib.tensor([1.0, 2.0], dtype=getattr(lib, dtype), requires_grad=True)
+    y = x * 1
+    z = y * y
+    y.add_(1)
+    with pytest.raises(RuntimeError, match=rf"\[\w+\.{kind} \[2\]\], which is output 0 of"):
+        z.sum().backward()

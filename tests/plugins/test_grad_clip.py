@@ -323,7 +323,9 @@ def test_agc_matches_the_unitwise_rule() -> None:
 
 def test_agc_eps_floors_the_weight_norm() -> None:
     """A zero weight allows a gradient norm of clipping * eps, so it can still move."""
-    params = _parameters(hookgrad, {"w": np.zeros(2, np.float32)}, {"w": np.array([3.0, 4.0])})
+    params = _parameters(
+        hookgrad, {"w": np.zeros(2, np.float32)}, {"w": np.array([3.0, 4.0], np.float32)}
+    )
     [record] = _run({"mode": "agc", "agc_clipping": 0.1, "agc_eps": 0.01}, params)
     np.testing.assert_allclose(params["w"].grad.numpy(), [6e-4, 8e-4], rtol=1e-6)
     assert record["data"]["post_norm"] == pytest.approx(1e-3, rel=1e-6)
