@@ -80,18 +80,21 @@ class PluginHookWarning(UserWarning):
 
 
 class _Listener:
-    """One implementation the bridge calls: the plugin's name, settings and function."""
+    """One implementation the bridge calls: the plugin's name, settings and ``call(event)``.
 
-    __slots__ = ("config", "function", "name", "takes_event")
+    ``call`` is the implementation itself when it takes the event (nearly always), so a
+    dispatch costs one Python call; an implementation without arguments gets a wrapper.
+    """
+
+    __slots__ = ("call", "config", "name")
 
     def __init__(self, impl: pluggy.HookImpl, config: PluginConfig) -> None:
         self.name = impl.plugin_name
         self.config = config
-        self.function: Callable[..., Any] = impl.function
-        self.takes_event = "event" in impl.argnames
-
-    def __call__(self, event: ModuleEvent) -> Any:
-        return self.function(event) if self.takes_event else self.function()
+        function: Callable[..., Any] = impl.function
+        self.call: Callable[[ModuleEvent | Any], Any] = (
+            function if "event" in impl.argnames else lambda event: function()
+        )
 
 
 # The listeners that select one module, per module hook, in MODULE_HOOKS order.
@@ -383,7 +386,7 @@ class HookBridge:
             if listener.name in self.disabled:
                 continue
             try:
-                result = listener(event)
+                result = listener.call(event)
             except Exception as error:
                 if listener.config.on_error == "raise":
                     raise

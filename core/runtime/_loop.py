@@ -290,7 +290,7 @@ class LoopHooks:
         if listener.name in self.bridge.disabled:
             return None
         try:
-            return listener.function(event) if listener.takes_event else listener.function()
+            return listener.call(event)
         except Exception as error:
             if listener.config.on_error == "raise":
                 raise

@@ -190,12 +190,12 @@ def _backward_hook_lists(module: Any) -> tuple[list[Hook], list[Hook], list[Hook
     """
     g = GLOBAL_HOOKS
     local, local_pre = module._backward_hooks, module._backward_pre_hooks
-    if not (local or local_pre or g.backward_pre):  # the global-hooks-only case, made short
+    if not (local or local_pre):  # global hooks only, the usual case: one copy per table
+        pre = list(g.backward_pre.values()) if g.backward_pre else _NONE
         if not g.backward:
-            return _NO_BACKWARD_HOOKS
-        if g.is_full_backward_hook:
-            return list(g.backward.values()), _NONE, _NONE
-        return _NONE, list(g.backward.values()), _NONE
+            return (_NONE, _NONE, pre) if pre else _NO_BACKWARD_HOOKS
+        hooks = list(g.backward.values())
+        return (hooks, _NONE, pre) if g.is_full_backward_hook else (_NONE, hooks, pre)
     pre = [*g.backward_pre.values(), *local_pre.values()] if g.backward_pre or local_pre else _NONE
     full: list[Hook] = []
     regular: list[Hook] = []
@@ -211,7 +211,8 @@ _NONE: list[Hook] = _NO_BACKWARD_HOOKS[0]
 def _run_forward_pre_hooks(module: Any, state: _CallState) -> None:
     """Global then local pre-hooks; ``state`` follows each change so a failure sees it (F-9)."""
     with_kwargs = module._forward_pre_hooks_with_kwargs
-    for hook_id, hook in (*GLOBAL_HOOKS.forward_pre.items(), *module._forward_pre_hooks.items()):
+    table, local = GLOBAL_HOOKS.forward_pre, module._forward_pre_hooks
+    for hook_id, hook in (*table.items(), *local.items()) if local else tuple(table.items()):
         if hook_id in with_kwargs:
             result = hook(module, state.args, state.kwargs)
             if result is not None:
@@ -243,7 +244,10 @@ class _CallState:
 def _run_forward_hooks(module: Any, state: _CallState) -> None:
     g = GLOBAL_HOOKS
     local_kw, local_always = module._forward_hooks_with_kwargs, module._forward_hooks_always_called
-    for hook_id, hook in (*g.forward.items(), *module._forward_hooks.items()):
+    local = module._forward_hooks
+    for hook_id, hook in (
+        (*g.forward.items(), *local.items()) if local else tuple(g.forward.items())
+    ):
         if hook_id in local_always or hook_id in g.forward_always_called:
             state.called.append(hook_id)
         if hook_id in local_kw or hook_id in g.forward_with_kwargs:
