@@ -139,6 +139,9 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
     retain = task.retain_graph
     heappop, heappush = heapq.heappop, heapq.heappush
     counter = 0
+    # Pass-through nodes may run the moment they are ready (see below) only when no node
+    # filter or capture applies to this backward.
+    shortcut = needed is None and task.captures is None
     while ready:
         node = heappop(ready)[2]
         grads = buffers.pop(node)
@@ -158,6 +161,28 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
             outputs = _hook_calls.run_post_hooks(node, hooks, outputs, grads)
         if not retain and node._saved_fields:  # nothing saved, nothing to free or to misuse
             node._release()
+        # A node with one edge whose child is a hook-free pass-through node (a module
+        # backward-hook wrapper) waiting for nothing else: the child would be the next node
+        # run unless a ready one outranks it, so run it right here, without a buffer or a
+        # trip through the queue, and go on with its own edges.
+        while shortcut and len(node._next) == 1:
+            edge = node._next[0]
+            if edge is None:
+                break
+            child, nr = edge
+            if not (
+                child._plain_identity
+                and child._hooks is None
+                and deps[child] == 1
+                and child not in buffers
+                and (not ready or ready[0][0] > -child._seq)
+            ):
+                break
+            deps[child] = 0
+            grads = [None] * child._n_out
+            grads[nr] = outputs[0]
+            outputs = child.backward_multi(grads)
+            node = child
         for edge, grad in zip(node._next, outputs):
             if edge is None:
                 continue

@@ -72,3 +72,44 @@ def test_backward_hooks_only_path_lets_a_forward_error_through_unchanged() -> No
     finally:
         handle.remove()
     assert fired == ["bwd"]
+
+
+def test_editing_a_global_table_directly_updates_the_call_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Code written for torch sometimes clears ``_global_forward_hooks`` by hand; the flags
+    follow, so module calls return to the fast path at once."""
+    seen: list[str] = []
+    registry.register_module_forward_hook(lambda m, a, o: seen.append("hook"))
+    layer = nn.Linear(2, 2)
+    layer(hookgrad.ones(1, 2))
+    registry._global_forward_hooks.clear()
+    assert registry.GLOBAL_HOOKS.active is False
+    monkeypatch.setattr(registry, "call_with_hooks", _general_path_forbidden)
+    layer(hookgrad.ones(1, 2))
+    assert seen == ["hook"]
+
+
+def test_a_call_keeps_the_global_hooks_it_started_with() -> None:
+    """A global forward hook registered by a pre-hook runs from the next call on (H-5),
+    although the global tables changed mid-call."""
+    order: list[str] = []
+    handles: list[Any] = []
+
+    def pre(module: Any, args: Any) -> None:
+        order.append("pre")
+        if not handles:
+            handles.append(registry.register_module_forward_pre_hook(late))
+
+    def late(module: Any, args: Any) -> None:
+        order.append("late")
+
+    first = registry.register_module_forward_pre_hook(pre)
+    try:
+        layer = nn.Linear(1, 1)
+        layer(hookgrad.ones(1, 1))
+        layer(hookgrad.ones(1, 1))
+    finally:
+        first.remove()
+        handles[0].remove()
+    assert order == ["pre", "pre", "late"]

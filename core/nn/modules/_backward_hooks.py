@@ -145,15 +145,25 @@ class BackwardHook:
         return wrapped
 
     def setup_output_hook(self, result: Any) -> Any:
+        """The module's output routed through the output node; anything but a Tensor or a
+        tuple is returned as is, with torch's warning that no backward hook will fire."""
         if isinstance(result, Tensor):
             self.n_outputs = 1
             if result._requires_grad and grad_state.enabled:
                 self.output_index = _ONLY_FIRST
                 return self._wrap_one(result, True)
             return result
-        self.n_outputs = len(result)
-        wrapped, self.output_index = self._wrap_tensors(result, True)
-        return wrapped
+        if isinstance(result, tuple):
+            self.n_outputs = len(result)
+            wrapped, self.output_index = self._wrap_tensors(result, True)
+            return wrapped
+        warnings.warn(
+            "For backward hooks to be called, module output should be a Tensor or a tuple of "
+            f"Tensors but received {type(result)}",
+            UserWarning,
+            stacklevel=5,  # Module._call_impl, as torch's points into its module.py
+        )
+        return result
 
     def _wrap_one(self, t: Tensor, is_output: bool) -> Tensor:
         """The one-tensor call, nearly every module call: no index lists."""

@@ -1,15 +1,16 @@
 """The process-wide module hooks PyTorch defines (``torch.nn.modules.module.register_module_*``).
 
 They are the only global state hookgrad keeps besides grad mode and the default generator,
-and exactly the state torch keeps. ``active`` is a cheap "maybe" flag for the module-call fast
-path: set on every registration, cleared by the slow path once it sees every table empty
-(handles remove entries without telling anyone).
+and exactly the state torch keeps. Each table tells :data:`GLOBAL_HOOKS` when it changes
+(registration, a handle's ``remove()``, or direct edits such as ``_global_forward_hooks.clear()``),
+which then recomputes its flags for the module-call fast path and its snapshots of the hooks:
+a module call reads ready-made tuples instead of copying the tables on every call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from ...utils.hooks import HookDict, RemovableHandle
 
@@ -28,38 +29,106 @@ _MIXED_GLOBAL = (
 )
 
 
+Hook = Callable[..., Any]
+_NO_HOOKS: tuple[Hook, ...] = ()
+
+
+class _GlobalTable(HookDict):
+    """A global hook table that reports every change to its owner (see the module docstring)."""
+
+    __slots__ = ("_changed",)
+
+    def __init__(self, changed: Callable[[], None]) -> None:
+        super().__init__()
+        self._changed = changed
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        self._changed()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self._changed()
+
+    def __ior__(self, other: Any) -> Self:  # type: ignore[misc]  # dict.__or__ returns a dict
+        super().update(other)
+        self._changed()
+        return self
+
+    def pop(self, *args: Any) -> Any:
+        value = super().pop(*args)
+        self._changed()
+        return value
+
+    def popitem(self) -> tuple[Any, Any]:
+        item = super().popitem()
+        self._changed()
+        return item
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        value = super().setdefault(key, default)
+        self._changed()
+        return value
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        super().update(*args, **kwargs)
+        self._changed()
+
+    def clear(self) -> None:
+        super().clear()
+        self._changed()
+
+
 class _GlobalHooks:
-    """The global hook tables and flags, one instance per process."""
+    """The global hook tables, and flags and snapshots derived from them, one per process."""
 
     __slots__ = (
         "active",
         "backward",
+        "backward_lists",
         "backward_pre",
         "complex",
         "forward",
         "forward_always_called",
+        "forward_hooks",
+        "forward_items",
         "forward_pre",
+        "forward_pre_hooks",
+        "forward_pre_items",
         "forward_with_kwargs",
         "is_full_backward_hook",
     )
 
     def __init__(self) -> None:
-        self.forward_pre = HookDict()
-        self.forward = HookDict()
-        self.forward_with_kwargs = HookDict()
-        self.forward_always_called = HookDict()
-        self.backward_pre = HookDict()
-        self.backward = HookDict()
         # None until the first global backward hook; then True (full) or False (regular),
         # never reset, even after removal (SEMANTICS G-4).
         self.is_full_backward_hook: bool | None = None
-        # "Maybe" flags for the call fast paths: any global hook at all; any that needs the
-        # general path (backward hooks, with_kwargs or always_call forward hooks).
-        self.active = False
-        self.complex = False
+        changed = self._tables_changed
+        self.forward_pre = _GlobalTable(changed)
+        self.forward = _GlobalTable(changed)
+        self.forward_with_kwargs = _GlobalTable(changed)
+        self.forward_always_called = _GlobalTable(changed)
+        self.backward_pre = _GlobalTable(changed)
+        self.backward = _GlobalTable(changed)
+        self._tables_changed()
 
-    def any_registered(self) -> bool:
-        """Recompute the flags from the tables themselves."""
+    def _tables_changed(self) -> None:
+        """Recompute the flags and snapshots (tables change rarely; calls read them always).
+
+        ``active``: some global hook exists, so module calls leave the fast path; ``complex``:
+        some needs the general path (backward hooks, with_kwargs or always_call forward hooks).
+        The snapshots are immutable, so a call that captured one keeps it (B-19, H-5).
+        """
+        self.forward_pre_items = tuple(self.forward_pre.items())
+        self.forward_pre_hooks = tuple(self.forward_pre.values())
+        self.forward_items = tuple(self.forward.items())
+        self.forward_hooks = tuple(self.forward.values())
+        backward = tuple(self.backward.values())
+        pre = tuple(self.backward_pre.values())
+        if self.is_full_backward_hook is False:
+            self.backward_lists = (_NO_HOOKS, backward, pre)
+        else:
+            self.backward_lists = (backward, _NO_HOOKS, pre)
         self.complex = bool(
             self.backward_pre
             or self.backward
@@ -67,6 +136,9 @@ class _GlobalHooks:
             or self.forward_always_called
         )
         self.active = bool(self.forward_pre or self.forward or self.complex)
+
+    def any_registered(self) -> bool:
+        """Whether any global hook is registered."""
         return self.active
 
 
@@ -74,21 +146,16 @@ GLOBAL_HOOKS = _GlobalHooks()
 
 
 def _register(
-    table: HookDict,
-    hook: Callable[..., Any],
-    extra: tuple[HookDict, ...] = (),
-    complex: bool = True,
+    table: HookDict, hook: Callable[..., Any], extra: tuple[HookDict, ...] = ()
 ) -> RemovableHandle:
     handle = RemovableHandle(table, extra_dict=extra)
     table[handle.id] = hook
-    GLOBAL_HOOKS.active = True
-    GLOBAL_HOOKS.complex |= complex
     return handle
 
 
 def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """Run ``hook(module, args)`` before every module's forward, ahead of its own pre-hooks."""
-    return _register(GLOBAL_HOOKS.forward_pre, hook, complex=False)
+    return _register(GLOBAL_HOOKS.forward_pre, hook)
 
 
 def register_module_forward_hook(
@@ -97,7 +164,7 @@ def register_module_forward_hook(
     """Run ``hook(module, args, output)`` after every module's forward, ahead of its own hooks."""
     g = GLOBAL_HOOKS
     extra = (g.forward_with_kwargs, g.forward_always_called)
-    handle = _register(g.forward, hook, extra, complex=with_kwargs or always_call)
+    handle = _register(g.forward, hook, extra)
     if with_kwargs:
         g.forward_with_kwargs[handle.id] = True
     if always_call:

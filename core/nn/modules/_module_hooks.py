@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..._tensor import Tensor
@@ -179,40 +179,32 @@ class _WrappedHook:
         )
 
 
-_NO_BACKWARD_HOOKS: tuple[list[Hook], list[Hook], list[Hook]] = ([], [], [])
-
-
-def _backward_hook_lists(module: Any) -> tuple[list[Hook], list[Hook], list[Hook]]:
+def _backward_hook_lists(module: Any) -> tuple[Sequence[Hook], Sequence[Hook], Sequence[Hook]]:
     """(full hooks, regular hooks, pre-hooks), globals first, captured now (B-19).
 
-    The returned lists are read-only (callers only test and iterate them), so the shared
-    empty list stands for "none of this kind".
+    Immutable snapshots: with no local backward hooks (the usual case) the global ones,
+    prepared when the global tables last changed.
     """
     g = GLOBAL_HOOKS
     local, local_pre = module._backward_hooks, module._backward_pre_hooks
-    if not (local or local_pre):  # global hooks only, the usual case: one copy per table
-        pre = list(g.backward_pre.values()) if g.backward_pre else _NONE
-        if not g.backward:
-            return (_NONE, _NONE, pre) if pre else _NO_BACKWARD_HOOKS
-        hooks = list(g.backward.values())
-        return (hooks, _NONE, pre) if g.is_full_backward_hook else (_NONE, hooks, pre)
-    pre = [*g.backward_pre.values(), *local_pre.values()] if g.backward_pre or local_pre else _NONE
-    full: list[Hook] = []
-    regular: list[Hook] = []
-    if g.backward or local:
-        (full if g.is_full_backward_hook else regular).extend(g.backward.values())
-        (full if module._is_full_backward_hook else regular).extend(local.values())
+    if not (local or local_pre):
+        return g.backward_lists
+    full, regular, pre = g.backward_lists
+    if local_pre:
+        pre = (*pre, *local_pre.values())
+    if local:
+        if module._is_full_backward_hook:
+            full = (*full, *local.values())
+        else:
+            regular = (*regular, *local.values())
     return full, regular, pre
-
-
-_NONE: list[Hook] = _NO_BACKWARD_HOOKS[0]
 
 
 def _run_forward_pre_hooks(module: Any, state: _CallState) -> None:
     """Global then local pre-hooks; ``state`` follows each change so a failure sees it (F-9)."""
     with_kwargs = module._forward_pre_hooks_with_kwargs
-    table, local = GLOBAL_HOOKS.forward_pre, module._forward_pre_hooks
-    for hook_id, hook in (*table.items(), *local.items()) if local else tuple(table.items()):
+    table, local = GLOBAL_HOOKS.forward_pre_items, module._forward_pre_hooks
+    for hook_id, hook in (*table, *local.items()) if local else table:
         if hook_id in with_kwargs:
             result = hook(module, state.args, state.kwargs)
             if result is not None:
@@ -270,33 +262,23 @@ def _inner_call(module: Any, state: _CallState) -> Any:
     if GLOBAL_HOOKS.forward or module._forward_hooks:
         _run_forward_hooks(module, state)
     if bw_hook is not None:
-        state.result = _hook_output(bw_hook, state.result)
+        state.result = bw_hook.setup_output_hook(state.result)
     if regular:
         _attach_regular_hooks(module, regular, state.args, state.result)
     return state.result
 
 
-def _hook_output(bw_hook: BackwardHook, result: Any) -> Any:
-    """Route the module's output through the backward-hook node, if it is tensors at all."""
-    if isinstance(result, (Tensor, tuple)):
-        return bw_hook.setup_output_hook(result)
-    warnings.warn(
-        "For backward hooks to be called, module output should be a Tensor or a tuple of "
-        f"Tensors but received {type(result)}",
-        UserWarning,
-        stacklevel=5,
-    )
-    return result
-
-
 def _backward_hooked_call(
-    module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], full: list[Hook], pre: list[Hook]
+    module: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    full: Sequence[Hook],
+    pre: Sequence[Hook],
 ) -> Any:
     """A call whose only hooks are full backward and backward pre-hooks: no forward hook can
     run, so there is no call state to track for the exception path."""
     bw_hook = BackwardHook(module, full, pre)
-    result = module.forward(*bw_hook.setup_input_hook(args), **kwargs)
-    return _hook_output(bw_hook, result)
+    return bw_hook.setup_output_hook(module.forward(*bw_hook.setup_input_hook(args), **kwargs))
 
 
 def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -309,26 +291,25 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     if g.complex or module._hooks_complex:
         return _call_general(module, args, kwargs)
     hooked = False
-    table, local = g.forward_pre, module._forward_pre_hooks
+    table, local = g.forward_pre_hooks, module._forward_pre_hooks
     if table or local:
         hooked = True
         # Snapshots (H-5: a hook that registers or removes hooks changes the next call only);
-        # with no local hooks, the global table alone, which is the cheaper copy.
-        for hook in (*table.values(), *local.values()) if local else tuple(table.values()):
+        # with no local hooks, the global snapshot itself.
+        for hook in (*table, *local.values()) if local else table:
             result = hook(module, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
     output = module.forward(*args, **kwargs)
-    table, local = g.forward, module._forward_hooks
+    table, local = g.forward_hooks, module._forward_hooks
     if table or local:
         hooked = True
-        for hook in (*table.values(), *local.values()) if local else tuple(table.values()):
+        for hook in (*table, *local.values()) if local else table:
             result = hook(module, args, output)
             if result is not None:
                 output = result
-    if not hooked:  # every handle was removed: let the next call take the fast path
+    if not hooked:  # every local handle was removed: let the next call take the fast path
         module.__dict__["_hooks_maybe"] = module._has_local_hooks()
-        g.any_registered()
     return output
 
 
@@ -340,12 +321,10 @@ def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
             return _inner_call(module, _CallState(args, kwargs))
         if full or pre:
             return _backward_hooked_call(module, args, kwargs, full, pre)
-        g.any_registered()
         d = module.__dict__
         d["_hooks_maybe"] = d["_hooks_complex"] = False  # every handle was removed
         return module.forward(*args, **kwargs)
-    if not _needs_general_path(module):  # the hooks that set the flags were removed since
-        g.any_registered()
+    if not _needs_general_path(module):  # the hooks that set the flag were removed since
         module.__dict__["_hooks_complex"] = False
         return call_with_hooks(module, args, kwargs)
     state = _CallState(args, kwargs)
@@ -375,7 +354,7 @@ def _needs_general_path(module: Any) -> bool:
 def _run_always_called_hooks(module: Any, state: _CallState) -> None:
     """F-9..F-11: unrun always_call hooks run after a failure; their errors become warnings."""
     g = GLOBAL_HOOKS
-    for hook_id, hook in tuple(g.forward.items()):
+    for hook_id, hook in g.forward_items:
         if hook_id in g.forward_always_called and hook_id not in state.called:
             try:
                 result = hook(module, state.args, state.result)  # no kwargs here, as in torch
@@ -416,7 +395,7 @@ def _first_tensor(value: Any) -> Tensor:
 
 
 def _attach_regular_hooks(
-    module: Any, hooks: list[Hook], args: tuple[Any, ...], result: Any
+    module: Any, hooks: Sequence[Hook], args: tuple[Any, ...], result: Any
 ) -> None:
     """Deprecated regular hooks go on the grad_fn of the first output tensor (B-22)."""
     grad_fn = _first_tensor(result).grad_fn
