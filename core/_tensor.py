@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _dtype
-from .utils.hooks import HookDict, RemovableHandle
+from .utils.hooks import HookDict, RemovableHandle, SnapshotHookDict
 
 if TYPE_CHECKING:
     from .autograd.graph import AccumulateGrad, Node
@@ -248,7 +248,7 @@ class Tensor:
         from ._ops._base import edge
 
         node, nr = edge(self)  # type: ignore[misc]
-        table = node._hook_tables().tensor_pre.setdefault(nr, HookDict())
+        table = node._hook_tables().tensor_pre.setdefault(nr, SnapshotHookDict())
         handle = RemovableHandle(table)
         table[handle.id] = hook
         return handle

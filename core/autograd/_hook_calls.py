@@ -50,14 +50,13 @@ def run_pre_hooks(
     it is updated in place. Tensor hooks run in registration order, each seeing the previous
     one's result (T-6); this loop runs for every hooked parameter, hence its plainness.
     """
-    if hooks.tensor_pre:
-        for nr, table in tuple(hooks.tensor_pre.items()):
-            grad = grads[nr]
-            for hook in tuple(table.values()):
-                result = hook(None if grad is None else _wrap(grad))
-                if result is not None:
-                    grad = _checked_replacement(hook, result, grad)
-            grads[nr] = grad
+    tensor_pre = hooks.tensor_pre
+    if tensor_pre:
+        if len(grads) == 1:  # every leaf: the table of output 0 is the only one there can be
+            grads[0] = _run_tensor_hooks(tensor_pre[0].hooks, grads[0])
+        else:
+            for nr, table in tuple(tensor_pre.items()):
+                grads[nr] = _run_tensor_hooks(table.hooks, grads[nr])
     if hooks.retains_grad:
         for nr, tensor in tuple(hooks.retains_grad.items()):
             _retain(tensor, grads[nr])
@@ -67,6 +66,15 @@ def run_pre_hooks(
             if result is not None:
                 grads = _replace_all(hook, result, grads, "grad_outputs")
     return grads
+
+
+def _run_tensor_hooks(hooks: tuple[Callable[..., Any], ...], grad: Any) -> Any:
+    """Each hook of one output's snapshot (H-5) sees the previous one's result (T-6)."""
+    for hook in hooks:
+        result = hook(None if grad is None else _wrap(grad))
+        if result is not None:
+            grad = _checked_replacement(hook, result, grad)
+    return grad
 
 
 def _retain(tensor: Tensor, grad: np.ndarray | None) -> None:

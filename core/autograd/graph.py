@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..utils.hooks import HookDict, RemovableHandle
+from ..utils.hooks import HookDict, RemovableHandle, SnapshotHookDict
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -41,7 +41,7 @@ class NodeHooks:
 
     def __init__(self) -> None:
         # output_nr -> hooks registered through Tensor.register_hook for that output.
-        self.tensor_pre: dict[int, HookDict] = {}
+        self.tensor_pre: dict[int, SnapshotHookDict] = {}
         # output_nr -> the tensor whose .grad retain_grad() fills (runs after tensor_pre).
         self.retains_grad: dict[int, Tensor] = {}
         self.pre = HookDict()

@@ -10,15 +10,69 @@ from __future__ import annotations
 import itertools
 import weakref
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
-__all__ = ["HookDict", "RemovableHandle"]
+__all__ = ["HookDict", "RemovableHandle", "SnapshotHookDict"]
 
 
 class HookDict(dict):
     """A plain dict that a handle can reference weakly (built-in dicts cannot be)."""
 
     __slots__ = ("__weakref__",)
+
+
+class SnapshotHookDict(HookDict):
+    """A hook table that keeps ``hooks``, an immutable tuple of its values, always current.
+
+    For tables read on every call and changed rarely: a reader iterates ``hooks`` instead of
+    copying the table, and a hook that adds or removes hooks meanwhile changes the next
+    dispatch only (SEMANTICS H-5), as with a copy. Every mutating method rebuilds the tuple.
+    """
+
+    __slots__ = ("hooks",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hooks: tuple[Any, ...] = ()
+
+    def _changed(self) -> None:
+        self.hooks = tuple(self.values())
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        self._changed()
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self._changed()
+
+    def __ior__(self, other: Any) -> Self:  # type: ignore[misc]  # dict.__or__ returns a dict
+        super().update(other)
+        self._changed()
+        return self
+
+    def pop(self, *args: Any) -> Any:
+        value = super().pop(*args)
+        self._changed()
+        return value
+
+    def popitem(self) -> tuple[Any, Any]:
+        item = super().popitem()
+        self._changed()
+        return item
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        value = super().setdefault(key, default)
+        self._changed()
+        return value
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        super().update(*args, **kwargs)
+        self._changed()
+
+    def clear(self) -> None:
+        super().clear()
+        self._changed()
 
 
 class RemovableHandle:

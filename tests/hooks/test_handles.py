@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 import hookgrad
+from hookgrad.utils.hooks import SnapshotHookDict
 
 
 def test_handle_does_not_keep_module_alive():
@@ -42,3 +47,42 @@ def test_module_handle_context_manager_and_double_remove(lib):
     layer(lib.ones(1, 1))
     handle.remove()
     assert calls == [1]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda t: t.__setitem__(3, "c"), ("a", "b", "c")),
+        (lambda t: t.__delitem__(1), ("b",)),
+        (lambda t: t.__ior__({3: "c"}), ("a", "b", "c")),
+        (lambda t: t.pop(2), ("a",)),
+        (lambda t: t.pop(9, None), ("a", "b")),
+        (lambda t: t.popitem(), ("a",)),
+        (lambda t: t.setdefault(3, "c"), ("a", "b", "c")),
+        (lambda t: t.update({1: "z"}), ("z", "b")),
+        (lambda t: t.clear(), ()),
+    ],
+    ids=[
+        "setitem",
+        "delitem",
+        "ior",
+        "pop",
+        "pop-missing",
+        "popitem",
+        "setdefault",
+        "update",
+        "clear",
+    ],
+)
+def test_snapshot_table_keeps_its_tuple_current(
+    mutate: Callable[[Any], Any], expected: tuple[str, ...]
+) -> None:
+    """Tables read on every call keep an immutable tuple of their hooks; every way of
+    changing the table (a handle's remove() is a pop) rebuilds it, and a tuple taken
+    earlier is left as it was (H-5)."""
+    table = SnapshotHookDict()
+    table[1], table[2] = "a", "b"
+    before = table.hooks
+    mutate(table)
+    assert table.hooks == expected == tuple(table.values())
+    assert before == ("a", "b")

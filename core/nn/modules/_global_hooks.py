@@ -10,9 +10,9 @@ a module call reads ready-made tuples instead of copying the tables on every cal
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any
 
-from ...utils.hooks import HookDict, RemovableHandle
+from ...utils.hooks import HookDict, RemovableHandle, SnapshotHookDict
 
 __all__ = [
     "GLOBAL_HOOKS",
@@ -33,50 +33,18 @@ Hook = Callable[..., Any]
 _NO_HOOKS: tuple[Hook, ...] = ()
 
 
-class _GlobalTable(HookDict):
-    """A global hook table that reports every change to its owner (see the module docstring)."""
+class _GlobalTable(SnapshotHookDict):
+    """A global hook table that also reports every change to its owner (module docstring)."""
 
-    __slots__ = ("_changed",)
+    __slots__ = ("_owner_changed",)
 
     def __init__(self, changed: Callable[[], None]) -> None:
+        self._owner_changed = changed
         super().__init__()
-        self._changed = changed
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        super().__setitem__(key, value)
-        self._changed()
-
-    def __delitem__(self, key: Any) -> None:
-        super().__delitem__(key)
-        self._changed()
-
-    def __ior__(self, other: Any) -> Self:  # type: ignore[misc]  # dict.__or__ returns a dict
-        super().update(other)
-        self._changed()
-        return self
-
-    def pop(self, *args: Any) -> Any:
-        value = super().pop(*args)
-        self._changed()
-        return value
-
-    def popitem(self) -> tuple[Any, Any]:
-        item = super().popitem()
-        self._changed()
-        return item
-
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        value = super().setdefault(key, default)
-        self._changed()
-        return value
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        super().update(*args, **kwargs)
-        self._changed()
-
-    def clear(self) -> None:
-        super().clear()
-        self._changed()
+    def _changed(self) -> None:
+        super()._changed()
+        self._owner_changed()
 
 
 class _GlobalHooks:
@@ -90,10 +58,8 @@ class _GlobalHooks:
         "complex",
         "forward",
         "forward_always_called",
-        "forward_hooks",
         "forward_items",
         "forward_pre",
-        "forward_pre_hooks",
         "forward_pre_items",
         "forward_with_kwargs",
         "is_full_backward_hook",
@@ -120,11 +86,8 @@ class _GlobalHooks:
         The snapshots are immutable, so a call that captured one keeps it (B-19, H-5).
         """
         self.forward_pre_items = tuple(self.forward_pre.items())
-        self.forward_pre_hooks = tuple(self.forward_pre.values())
         self.forward_items = tuple(self.forward.items())
-        self.forward_hooks = tuple(self.forward.values())
-        backward = tuple(self.backward.values())
-        pre = tuple(self.backward_pre.values())
+        backward, pre = self.backward.hooks, self.backward_pre.hooks
         if self.is_full_backward_hook is False:
             self.backward_lists = (_NO_HOOKS, backward, pre)
         else:

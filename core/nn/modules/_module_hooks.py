@@ -291,7 +291,7 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     if g.complex or module._hooks_complex:
         return _call_general(module, args, kwargs)
     hooked = False
-    table, local = g.forward_pre_hooks, module._forward_pre_hooks
+    table, local = g.forward_pre.hooks, module._forward_pre_hooks
     if table or local:
         hooked = True
         # Snapshots (H-5: a hook that registers or removes hooks changes the next call only);
@@ -301,7 +301,7 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
     output = module.forward(*args, **kwargs)
-    table, local = g.forward_hooks, module._forward_hooks
+    table, local = g.forward.hooks, module._forward_hooks
     if table or local:
         hooked = True
         for hook in (*table, *local.values()) if local else table:
