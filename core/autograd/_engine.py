@@ -138,6 +138,7 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
     buffers, deps, needed = task.buffers, task.deps, task.needed
     retain = task.retain_graph
     heappop, heappush = heapq.heappop, heapq.heappush
+    run_pre_hooks = _hook_calls.run_pre_hooks
     counter = 0
     # Pass-through nodes may run the moment they are ready (see below) only when no node
     # filter or capture applies to this backward.
@@ -149,7 +150,7 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
             continue
         hooks = node._hooks
         if hooks is not None:
-            grads = _hook_calls.run_pre_hooks(node, hooks, grads)
+            grads = run_pre_hooks(node, hooks, grads)
         if task.captures is not None:
             _capture(task.captures, node, grads)
         if type(node) is AccumulateGrad:
