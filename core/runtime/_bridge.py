@@ -46,6 +46,8 @@ from ..hookspecs import (
     call_order,
 )
 from ..nn.modules._global_hooks import (
+    GLOBAL_HOOKS,
+    GlobalHookTable,
     register_module_forward_hook,
     register_module_forward_pre_hook,
     register_module_full_backward_hook,
@@ -177,7 +179,7 @@ class HookBridge:
         self._handles: dict[str, RemovableHandle] = {}
         self._record = _CallRecord(self)
         # (table, key) of each registered backward hook: where the next call's record goes.
-        self._record_slots: list[tuple[dict[int, Any], int]] = []
+        self._record_slots: list[tuple[GlobalHookTable, int]] = []
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -236,11 +238,9 @@ class HookBridge:
         for name in MODULE_HOOKS:
             if name in wanted and name not in self._handles:
                 self._handles[name] = self._register(name)
+        tables = {BACKWARD_PRE: GLOBAL_HOOKS.backward_pre, FULL_BACKWARD: GLOBAL_HOOKS.backward}
         self._record_slots = [
-            (table, handle.id)
-            for name, handle in self._handles.items()
-            if name in (BACKWARD_PRE, FULL_BACKWARD)
-            and (table := handle.hooks_dict_ref()) is not None
+            (tables[name], handle.id) for name, handle in self._handles.items() if name in tables
         ]
 
     def _listeners_of(self, hook: str) -> tuple[_Listener, ...]:
@@ -296,7 +296,7 @@ class HookBridge:
         record.selection, record.generation = selection, self._generation
         record = self._record = _CallRecord(self)
         for table, key in self._record_slots:
-            table[key] = record
+            table.replace(key, record)
 
     def _forward_hook(self, module: Any, args: tuple[Any, ...], *rest: Any) -> Any:
         ended = self._namer.exit(module)

@@ -16,6 +16,7 @@ from ...utils.hooks import HookDict, RemovableHandle, SnapshotHookDict
 
 __all__ = [
     "GLOBAL_HOOKS",
+    "GlobalHookTable",
     "register_module_backward_hook",
     "register_module_forward_hook",
     "register_module_forward_pre_hook",
@@ -31,20 +32,34 @@ _MIXED_GLOBAL = (
 
 Hook = Callable[..., Any]
 _NO_HOOKS: tuple[Hook, ...] = ()
+# (full backward hooks, regular backward hooks, backward pre-hooks)
+_BackwardLists = tuple[tuple[Hook, ...], tuple[Hook, ...], tuple[Hook, ...]]
 
 
-class _GlobalTable(SnapshotHookDict):
+class GlobalHookTable(SnapshotHookDict):
     """A global hook table that also reports every change to its owner (module docstring)."""
 
     __slots__ = ("_owner_changed",)
 
-    def __init__(self, changed: Callable[[], None]) -> None:
+    def __init__(self, changed: Callable[[GlobalHookTable], None]) -> None:
         self._owner_changed = changed
         super().__init__()
 
     def _changed(self) -> None:
         super()._changed()
-        self._owner_changed()
+        self._owner_changed(self)
+
+    def replace(self, key: int, hook: Callable[..., Any]) -> None:
+        """Put ``hook`` in place of the one under ``key``, if that is still registered.
+
+        The plugin bridge does this on every module call, so it skips what cannot change (the
+        keys, hence every flag). A key whose hook was removed stays removed.
+        """
+        if key not in self:
+            return
+        dict.__setitem__(self, key, hook)
+        self.hooks = tuple(self.values())
+        GLOBAL_HOOKS.backward_lists = None
 
 
 class _GlobalHooks:
@@ -69,29 +84,34 @@ class _GlobalHooks:
         # None until the first global backward hook; then True (full) or False (regular),
         # never reset, even after removal (SEMANTICS G-4).
         self.is_full_backward_hook: bool | None = None
-        changed = self._tables_changed
-        self.forward_pre = _GlobalTable(changed)
-        self.forward = _GlobalTable(changed)
-        self.forward_with_kwargs = _GlobalTable(changed)
-        self.forward_always_called = _GlobalTable(changed)
-        self.backward_pre = _GlobalTable(changed)
-        self.backward = _GlobalTable(changed)
-        self._tables_changed()
+        changed = self._table_changed
+        self.forward_pre = GlobalHookTable(changed)
+        self.forward = GlobalHookTable(changed)
+        self.forward_with_kwargs = GlobalHookTable(changed)
+        self.forward_always_called = GlobalHookTable(changed)
+        self.backward_pre = GlobalHookTable(changed)
+        self.backward = GlobalHookTable(changed)
+        self.forward_pre_items: tuple[tuple[int, Hook], ...] = ()
+        self.forward_items: tuple[tuple[int, Hook], ...] = ()
+        self.backward_lists: _BackwardLists | None = None
+        self.active = self.complex = False
 
-    def _tables_changed(self) -> None:
-        """Recompute the flags and snapshots (tables change rarely; calls read them always).
+    def _table_changed(self, table: GlobalHookTable) -> None:
+        """Recompute the flags and what depends on ``table``; tables change rarely, calls
+        read the results always.
 
         ``active``: some global hook exists, so module calls leave the fast path; ``complex``:
         some needs the general path (backward hooks, with_kwargs or always_call forward hooks).
         The snapshots are immutable, so a call that captured one keeps it (B-19, H-5).
+        ``backward_lists`` is None until the next call rebuilds it: the plugin bridge swaps a
+        backward-table entry on every module call, which must stay cheap.
         """
-        self.forward_pre_items = tuple(self.forward_pre.items())
-        self.forward_items = tuple(self.forward.items())
-        backward, pre = self.backward.hooks, self.backward_pre.hooks
-        if self.is_full_backward_hook is False:
-            self.backward_lists = (_NO_HOOKS, backward, pre)
-        else:
-            self.backward_lists = (backward, _NO_HOOKS, pre)
+        if table is self.forward_pre:
+            self.forward_pre_items = tuple(table.items())
+        elif table is self.forward:
+            self.forward_items = tuple(table.items())
+        elif table is self.backward or table is self.backward_pre:
+            self.backward_lists = None
         self.complex = bool(
             self.backward_pre
             or self.backward
@@ -99,6 +119,15 @@ class _GlobalHooks:
             or self.forward_always_called
         )
         self.active = bool(self.forward_pre or self.forward or self.complex)
+
+    def build_backward_lists(self) -> _BackwardLists:
+        """``backward_lists`` after a change: (full, regular, pre-hooks), immutable tuples."""
+        backward, pre = self.backward.hooks, self.backward_pre.hooks
+        if self.is_full_backward_hook is False:
+            self.backward_lists = (_NO_HOOKS, backward, pre)
+        else:
+            self.backward_lists = (backward, _NO_HOOKS, pre)
+        return self.backward_lists
 
     def any_registered(self) -> bool:
         """Whether any global hook is registered."""

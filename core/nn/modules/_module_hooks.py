@@ -187,9 +187,10 @@ def _backward_hook_lists(module: Any) -> tuple[Sequence[Hook], Sequence[Hook], S
     """
     g = GLOBAL_HOOKS
     local, local_pre = module._backward_hooks, module._backward_pre_hooks
+    lists = g.backward_lists or g.build_backward_lists()
     if not (local or local_pre):
-        return g.backward_lists
-    full, regular, pre = g.backward_lists
+        return lists
+    full, regular, pre = lists
     if local_pre:
         pre = (*pre, *local_pre.values())
     if local:
