@@ -43,7 +43,7 @@ def test_attach_without_module_listeners_registers_nothing(pm, make_bridge, monk
     pm.register(BackwardEndOnly(), name="end_only")
     make_bridge()
     assert global_hook_counts() == [0] * 6
-    assert registry.GLOBAL_HOOKS.any_registered() is False
+    assert registry.GLOBAL_HOOKS.active is False
     monkeypatch.setattr(registry, "call_with_hooks", _fail)
     model = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
     assert model(hookgrad.ones(1, 2)).shape == (1, 2)

@@ -129,10 +129,6 @@ class _GlobalHooks:
             self.backward_lists = (backward, _NO_HOOKS, pre)
         return self.backward_lists
 
-    def any_registered(self) -> bool:
-        """Whether any global hook is registered."""
-        return self.active
-
 
 GLOBAL_HOOKS = _GlobalHooks()
 

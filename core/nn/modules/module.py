@@ -114,9 +114,10 @@ class Module(ModuleHooksMixin):
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         """Run the module on ``args``: the one entry point of every ``module(...)`` call.
 
-        Two flags decide the path: this module may have hooks, or some global hook may exist.
-        Both are set on registration and cleared by the slow path once it finds the tables
-        empty, so a module with no hook anywhere costs two attribute reads over ``forward``.
+        Two flags decide the path: this module may have hooks, or some global hook exists.
+        The global one follows the global tables exactly; the module's is set on registration
+        and cleared by the slow path once it finds the module's tables empty. A module with no
+        hook anywhere costs two attribute reads over ``forward``.
         """
         if self._hooks_maybe or GLOBAL_HOOKS.active:
             return call_with_hooks(self, args, kwargs)
