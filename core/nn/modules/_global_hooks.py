@@ -39,15 +39,15 @@ _BackwardLists = tuple[tuple[Hook, ...], tuple[Hook, ...], tuple[Hook, ...]]
 class GlobalHookTable(SnapshotHookDict):
     """A global hook table that also reports every change to its owner (module docstring)."""
 
-    __slots__ = ("_owner_changed",)
+    __slots__ = ("_owner",)
 
-    def __init__(self, changed: Callable[[GlobalHookTable], None]) -> None:
-        self._owner_changed = changed
+    def __init__(self, owner: _GlobalHooks) -> None:
+        self._owner = owner
         super().__init__()
 
     def _changed(self) -> None:
         super()._changed()
-        self._owner_changed(self)
+        self._owner._table_changed(self)
 
     def replace(self, key: int, hook: Callable[..., Any]) -> None:
         """Put ``hook`` in place of the one under ``key``, if that is still registered.
@@ -59,7 +59,7 @@ class GlobalHookTable(SnapshotHookDict):
             return
         dict.__setitem__(self, key, hook)
         self.hooks = tuple(self.values())
-        GLOBAL_HOOKS.backward_lists = None
+        self._owner.backward_lists = None
 
 
 class _GlobalHooks:
@@ -84,13 +84,12 @@ class _GlobalHooks:
         # None until the first global backward hook; then True (full) or False (regular),
         # never reset, even after removal (SEMANTICS G-4).
         self.is_full_backward_hook: bool | None = None
-        changed = self._table_changed
-        self.forward_pre = GlobalHookTable(changed)
-        self.forward = GlobalHookTable(changed)
-        self.forward_with_kwargs = GlobalHookTable(changed)
-        self.forward_always_called = GlobalHookTable(changed)
-        self.backward_pre = GlobalHookTable(changed)
-        self.backward = GlobalHookTable(changed)
+        self.forward_pre = GlobalHookTable(self)
+        self.forward = GlobalHookTable(self)
+        self.forward_with_kwargs = GlobalHookTable(self)
+        self.forward_always_called = GlobalHookTable(self)
+        self.backward_pre = GlobalHookTable(self)
+        self.backward = GlobalHookTable(self)
         self.forward_pre_items: tuple[tuple[int, Hook], ...] = ()
         self.forward_items: tuple[tuple[int, Hook], ...] = ()
         self.backward_lists: _BackwardLists | None = None

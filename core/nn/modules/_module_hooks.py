@@ -238,9 +238,7 @@ def _run_forward_hooks(module: Any, state: _CallState) -> None:
     g = GLOBAL_HOOKS
     local_kw, local_always = module._forward_hooks_with_kwargs, module._forward_hooks_always_called
     local = module._forward_hooks
-    for hook_id, hook in (
-        (*g.forward.items(), *local.items()) if local else tuple(g.forward.items())
-    ):
+    for hook_id, hook in (*g.forward_items, *local.items()) if local else g.forward_items:
         if hook_id in local_always or hook_id in g.forward_always_called:
             state.called.append(hook_id)
         if hook_id in local_kw or hook_id in g.forward_with_kwargs:
