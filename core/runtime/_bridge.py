@@ -191,6 +191,10 @@ class HookBridge:
         """The live modules this bridge has seen called as outermost modules (naming roots)."""
         return self._namer.roots()
 
+    def naming_roots_key(self) -> tuple[int, int]:
+        """A value that changes whenever :meth:`naming_roots` does, cheap to read."""
+        return self._namer.roots_key()
+
     def attach(self) -> HookBridge:
         """Register the global hooks someone listens to; returns the bridge."""
         self._attached = True

@@ -90,8 +90,9 @@ class LoopHooks:
         self._spotted = False  # a step was taken: the spotter's models are known
         self._shapes: dict[str, Any] = {}  # kind -> what the installed hook was built for
         self._watched: weakref.WeakKeyDictionary[Any, None] = weakref.WeakKeyDictionary()
+        self._watched_added = 0  # modules ever watched: with the namer's, see _roots_key
         self._owners: dict[int, _Owner] = {}
-        self._owner_roots: tuple[int, ...] = ()
+        self._owners_key: tuple[int, ...] = ()  # _roots_key() when _owners was built
         # (plugin name, module name, module class) -> whether the plugin selects the module
         self._selects: dict[tuple[str, str, str], bool] = {}
 
@@ -219,11 +220,23 @@ class LoopHooks:
 
         A model named this way replaces spotting: the spotter is removed at once.
         """
-        self._watched[module] = None
+        self._watch(module)
         self._end_spotting()
 
     def _spot(self, module: Any) -> None:
-        self._watched[module] = None
+        self._watch(module)
+
+    def _watch(self, module: Any) -> None:
+        if module not in self._watched:
+            self._watched[module] = None
+            self._watched_added += 1
+
+    def _roots_key(self) -> tuple[int, ...]:
+        """Changes whenever the naming roots do (one added or gone), without listing them."""
+        return (self._watched_added, len(self._watched), *self.bridge.naming_roots_key())
+
+    def _roots(self) -> tuple[Any, ...]:
+        return (*self._watched.keys(), *self.bridge.naming_roots())
 
     def named_parameters(self, optimizer: Any) -> _Named:
         """The optimizer's parameters with qualified names and owners (see the module doc).
@@ -233,9 +246,8 @@ class LoopHooks:
         that parameter under that name), so a step costs a dict lookup per parameter rather
         than a walk over every module.
         """
-        roots = (*self._watched.keys(), *self.bridge.naming_roots())
-        if tuple(map(id, roots)) != self._owner_roots:
-            self._rebuild_owners(roots)
+        if self._roots_key() != self._owners_key:
+            self._rebuild_owners()
         named: _Named = []
         rebuilt = False
         for group in optimizer.param_groups:
@@ -243,7 +255,7 @@ class LoopHooks:
             for j, p in enumerate(group["params"]):
                 owner = self._owner(p)
                 if owner is None and not rebuilt and self._owners:
-                    self._rebuild_owners(roots)  # the structure may have changed
+                    self._rebuild_owners()  # the structure may have changed
                     rebuilt = True
                     owner = self._owner(p)
                 if owner is None and names is not None:
@@ -252,9 +264,9 @@ class LoopHooks:
                 named.append((name, p, module_name, module_type))
         return named
 
-    def _rebuild_owners(self, roots: tuple[Any, ...]) -> None:
+    def _rebuild_owners(self) -> None:
         owners: dict[int, _Owner] = {}
-        for root in roots:
+        for root in self._roots():
             for module_name, module in root.named_modules():
                 params = module._parameters
                 for key, p in params.items():
@@ -262,7 +274,7 @@ class LoopHooks:
                         qualified = f"{module_name}.{key}" if module_name else key
                         owners[id(p)] = (qualified, module_name, type(module).__name__, params, key)
         self._owners = owners
-        self._owner_roots = tuple(map(id, roots))
+        self._owners_key = self._roots_key()
 
     def _owner(self, p: Any) -> tuple[str, str, str] | None:
         """``p``'s (qualified name, owner name, owner class) if the table's entry still holds."""

@@ -56,10 +56,11 @@ class _Scope:
 class ModuleNamer:
     """Names module calls: ``enter(module)`` -> ``(qualified name, call index)``; ``exit``."""
 
-    __slots__ = ("_counts", "_stack", "_tables")
+    __slots__ = ("_counts", "_roots_added", "_stack", "_tables")
 
     def __init__(self) -> None:
         self._tables: weakref.WeakKeyDictionary[Any, _Table] = weakref.WeakKeyDictionary()
+        self._roots_added = 0  # how many roots were ever added: see roots_key
         # One (module, scope, name, call index) frame per call in progress, innermost last.
         self._stack: list[tuple[Any, _Scope, str, int]] = []
         self._counts: dict[int, int] = {}
@@ -72,6 +73,11 @@ class ModuleNamer:
     def roots(self) -> list[Any]:
         """The modules seen as naming roots (outermost calls) that are still alive."""
         return list(self._tables.keys())
+
+    def roots_key(self) -> tuple[int, int]:
+        """Changes whenever :meth:`roots` does (a root added or gone), without listing them:
+        iterating a WeakKeyDictionary costs microseconds, a step's budget for this nothing."""
+        return self._roots_added, len(self._tables)
 
     def reset(self) -> None:
         """Forget the calls in progress (the hooks that report call ends were removed)."""
@@ -108,6 +114,7 @@ class ModuleNamer:
         table = self._tables.get(root)
         if table is None:
             table = self._tables[root] = _build_table(root)
+            self._roots_added += 1
         return _Scope(root, table)
 
     def _lookup(self, scope: _Scope, module: Any) -> tuple[str, _Scope]:

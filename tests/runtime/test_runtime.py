@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -474,6 +475,27 @@ def test_parameter_names_follow_changes_to_the_model():
     assert plugin.pre == [
         (0, ["0.weight", "0.bias", "1.weight", "1.bias"]),
         (1, ["extra.w", "0.bias", "1.weight", "1.bias"]),
+    ]
+
+
+def test_a_model_watched_after_some_steps_names_its_parameters_from_then_on():
+    """The owner table is rebuilt when a naming root is added (or dies), not every step."""
+    first, second = nn.Linear(2, 1), nn.Sequential(nn.Linear(2, 1))
+    plugin = _Veto()
+    with _isolated() as rt:
+        rt.register(plugin, name="veto")
+        rt.watch(first)
+        opt = optim.SGD([*first.parameters(), *second.parameters()], lr=0.1)
+        opt.step()
+        rt.watch(second)
+        opt.step()
+        del first
+        gc.collect()
+        opt.step()
+    assert plugin.pre == [
+        (0, ["weight", "bias", "param2", "param3"]),
+        (1, ["weight", "bias", "0.weight", "0.bias"]),
+        (2, ["param0", "param1", "0.weight", "0.bias"]),
     ]
 
 
