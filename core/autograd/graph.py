@@ -63,7 +63,8 @@ class Node:
     # (module backward-hook wrappers, SEMANTICS B-15); see _view_error_message.
     _outputs_are_views: ClassVar[bool] = False
     # True for pass-through nodes that save nothing and fill in missing gradients themselves:
-    # the engine calls their backward_multi directly, skipping the saved-state checks.
+    # the engine calls their backward_multi directly, skipping the saved-state checks, and
+    # runs a hook-free one as soon as it is ready when nothing outranks it (_engine._drain).
     _plain_identity: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
