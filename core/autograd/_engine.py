@@ -139,6 +139,7 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
     retain = task.retain_graph
     heappop, heappush = heapq.heappop, heapq.heappush
     run_pre_hooks = _hook_calls.run_pre_hooks
+    run_tensor_hooks = _hook_calls.run_tensor_hooks
     counter = 0
     # Pass-through nodes may run the moment they are ready (see below) only when no node
     # filter or capture applies to this backward.
@@ -150,7 +151,13 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
             continue
         hooks = node._hooks
         if hooks is not None:
-            grads = run_pre_hooks(node, hooks, grads)
+            # A one-output node with tensor hooks only (a hooked parameter's accumulator, the
+            # usual case) skips the general pre-hook step: same calls, one frame less.
+            tensor_pre = hooks.tensor_pre
+            if len(grads) == 1 and tensor_pre and not hooks.retains_grad and not hooks.pre:
+                grads[0] = run_tensor_hooks(tensor_pre[0].hooks, grads[0])
+            else:
+                grads = run_pre_hooks(node, hooks, grads)
         if task.captures is not None:
             _capture(task.captures, node, grads)
         if type(node) is AccumulateGrad:

@@ -53,10 +53,10 @@ def run_pre_hooks(
     tensor_pre = hooks.tensor_pre
     if tensor_pre:
         if len(grads) == 1:  # every leaf: the table of output 0 is the only one there can be
-            grads[0] = _run_tensor_hooks(tensor_pre[0].hooks, grads[0])
+            grads[0] = run_tensor_hooks(tensor_pre[0].hooks, grads[0])
         else:
             for nr, table in tuple(tensor_pre.items()):
-                grads[nr] = _run_tensor_hooks(table.hooks, grads[nr])
+                grads[nr] = run_tensor_hooks(table.hooks, grads[nr])
     if hooks.retains_grad:
         for nr, tensor in tuple(hooks.retains_grad.items()):
             _retain(tensor, grads[nr])
@@ -68,7 +68,7 @@ def run_pre_hooks(
     return grads
 
 
-def _run_tensor_hooks(hooks: tuple[Callable[..., Any], ...], grad: Any) -> Any:
+def run_tensor_hooks(hooks: tuple[Callable[..., Any], ...], grad: Any) -> Any:
     """Each hook of one output's snapshot (H-5) sees the previous one's result (T-6)."""
     for hook in hooks:
         result = hook(None if grad is None else _wrap(grad))
