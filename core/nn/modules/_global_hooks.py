@@ -69,6 +69,7 @@ class _GlobalHooks:
         "active",
         "backward",
         "backward_lists",
+        "backward_only",
         "backward_pre",
         "complex",
         "forward",
@@ -93,14 +94,16 @@ class _GlobalHooks:
         self.forward_pre_items: tuple[tuple[int, Hook], ...] = ()
         self.forward_items: tuple[tuple[int, Hook], ...] = ()
         self.backward_lists: _BackwardLists | None = None
-        self.active = self.complex = False
+        self.active = self.complex = self.backward_only = False
 
     def _table_changed(self, table: GlobalHookTable) -> None:
         """Recompute the flags and what depends on ``table``; tables change rarely, calls
         read the results always.
 
         ``active``: some global hook exists, so module calls leave the fast path; ``complex``:
-        some needs the general path (backward hooks, with_kwargs or always_call forward hooks).
+        some needs the general path (backward hooks, with_kwargs or always_call forward hooks);
+        ``backward_only``: the global hooks are full backward and backward pre-hooks only, so
+        a module without hooks of its own needs nothing but the backward-hook wrapping.
         The snapshots are immutable, so a call that captured one keeps it (B-19, H-5).
         ``backward_lists`` is None until the next call rebuilds it: the plugin bridge swaps a
         backward-table entry on every module call, which must stay cheap.
@@ -118,6 +121,11 @@ class _GlobalHooks:
             or self.forward_always_called
         )
         self.active = bool(self.forward_pre or self.forward or self.complex)
+        self.backward_only = bool(
+            (self.backward or self.backward_pre)
+            and self.is_full_backward_hook is not False
+            and not (self.forward_pre or self.forward)
+        )
 
     def build_backward_lists(self) -> _BackwardLists:
         """``backward_lists`` after a change: (full, regular, pre-hooks), immutable tuples."""

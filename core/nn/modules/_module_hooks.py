@@ -288,6 +288,9 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     """
     g = GLOBAL_HOOKS
     if g.complex or module._hooks_complex:
+        if g.backward_only and not module._hooks_maybe:  # global full/pre hooks, nothing else
+            full, _, pre = g.backward_lists or g.build_backward_lists()
+            return _backward_hooked_call(module, args, kwargs, full, pre)
         return _call_general(module, args, kwargs)
     hooked = False
     table, local = g.forward_pre.hooks, module._forward_pre_hooks
