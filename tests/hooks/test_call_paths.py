@@ -134,3 +134,32 @@ def test_replacing_a_global_backward_hook_changes_later_calls_only() -> None:
     table.replace(handle.id, lambda m, gi, go: calls.append("revived"))
     assert handle.id not in table
     assert calls == ["old", "new"]
+
+
+def test_global_backward_hooks_alone_skip_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With only global full/pre backward hooks, a module without hooks of its own goes
+    straight to the backward-hook wrapping; a global forward hook or a local hook brings the
+    general path back, and the hooks fire the same either way."""
+    fired: list[str] = []
+    handles = [
+        registry.register_module_full_backward_pre_hook(lambda m, go: fired.append("pre")),
+        registry.register_module_full_backward_hook(lambda m, gi, go: fired.append("full")),
+    ]
+    try:
+        assert registry.GLOBAL_HOOKS.backward_only
+        layer = nn.Linear(1, 1)
+        x = hookgrad.ones(1, 1, requires_grad=True)
+        with monkeypatch.context() as patch:
+            patch.setattr(_module_hooks, "_call_general", _general_path_forbidden)
+            layer(x).sum().backward()
+        forward = registry.register_module_forward_hook(lambda *a: None)
+        assert not registry.GLOBAL_HOOKS.backward_only
+        forward.remove()
+        assert registry.GLOBAL_HOOKS.backward_only
+        layer.register_forward_hook(lambda *a: None)
+        layer(x).sum().backward()  # through the general path: the module has a hook
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert not registry.GLOBAL_HOOKS.backward_only
+    assert fired == ["pre", "full", "pre", "full"]
