@@ -1,8 +1,9 @@
 """Which internal path a module call takes once hooks come and go (hookgrad only, no torch).
 
-Handles remove hooks without telling the module or the global table, so the "maybe" flags
-that choose the path can outlive the hooks that set them. These tests pin that a removed
-backward, with_kwargs or always_call hook stops costing the general path.
+The global tables report every change, so the global flags that choose the path are exact;
+a module's own tables do not, so its flags are repaired by the call that finds them stale.
+These tests pin that a removed backward, with_kwargs or always_call hook, global or local,
+stops costing the general path, and which path the remaining hooks take.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def test_removing_the_global_backward_hook_returns_forward_hooks_to_the_short_pa
     try:
         registry.register_module_full_backward_hook(lambda m, gi, go: None).remove()
         layer = nn.Linear(2, 2)
-        layer(hookgrad.ones(1, 2))  # finds the stale flag and clears it
+        layer(hookgrad.ones(1, 2))
         assert registry.GLOBAL_HOOKS.complex is False
         monkeypatch.setattr(_module_hooks, "_call_general", _general_path_forbidden)
         layer(hookgrad.ones(1, 2))

@@ -58,7 +58,7 @@ class GlobalHookTable(SnapshotHookDict):
         if key not in self:
             return
         dict.__setitem__(self, key, hook)
-        self.hooks = tuple(self.values())
+        super()._changed()  # this table's snapshot only; the owner's flags stay as they are
         self._owner.backward_lists = None
 
 

@@ -339,12 +339,8 @@ def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 
 def _needs_general_path(module: Any) -> bool:
     """Whether some hook registered now, global or local, is one the short path cannot run."""
-    g = GLOBAL_HOOKS
     return bool(
-        g.backward
-        or g.backward_pre
-        or g.forward_with_kwargs
-        or g.forward_always_called
+        GLOBAL_HOOKS.complex  # exact for the global tables; the module's flag may be stale
         or module._backward_hooks
         or module._backward_pre_hooks
         or module._forward_pre_hooks_with_kwargs
