@@ -22,6 +22,7 @@ from ..._grad_mode import _state as grad_state
 from ..._ops._base import edge
 from ..._tensor import Tensor, _wrap
 from ...autograd.graph import Node, next_sequence_nr
+from ...utils._warnings import warn_unless_ignored
 
 __all__ = ["BackwardHook", "BackwardHookFunctionBackward"]
 
@@ -226,7 +227,7 @@ class BackwardHook:
         )
 
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
-        warnings.warn(_NO_INPUT_GRAD_WARNING, UserWarning, stacklevel=2)
+        warn_unless_ignored(_NO_INPUT_GRAD_WARNING, UserWarning, stacklevel=2)
         grad_inputs = (None,) * self.n_inputs
         for hook in self.user_hooks:
             result = hook(self.module, grad_inputs, grad_outputs)
