@@ -169,12 +169,16 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
             outputs = _hook_calls.run_post_hooks(node, hooks, outputs, grads)
         if not retain and node._saved_fields:  # nothing saved, nothing to free or to misuse
             node._release()
-        # A node with one edge whose child is a hook-free pass-through node (a module
-        # backward-hook wrapper) waiting for nothing else: the child would be the next node
-        # run unless a ready one outranks it, so run it right here, without a buffer or a
-        # trip through the queue, and go on with its own edges.
-        while shortcut and len(node._next) == 1:
-            edge = node._next[0]
+        # A node with one edge (or two, the second unused: a loss and its target) whose
+        # child is a hook-free pass-through node (a module backward-hook wrapper) waiting for
+        # nothing else: the child would be the next node run unless a ready one outranks it,
+        # so run it right here, without a buffer or a trip through the queue, and go on with
+        # its own edges.
+        while shortcut:
+            nxt = node._next
+            if not (len(nxt) == 1 or (len(nxt) == 2 and nxt[1] is None)):
+                break
+            edge = nxt[0]
             if edge is None:
                 break
             child, nr = edge

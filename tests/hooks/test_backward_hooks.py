@@ -436,3 +436,56 @@ def test_hooks_run_with_grad_disabled_in_module_hooks(lib):
     )
     layer(lib.tensor([[1.0]], requires_grad=True)).sum().backward()
     assert seen == [(False, False, False)]
+
+
+def test_loss_with_target_and_a_newer_branch_keeps_torch_order(lib):
+    """B-11/T-18 through a loss whose target needs no gradient: the loss's input wrapper runs
+    right after the loss (its other edge, to the target, is unused), after the newer branch
+    and before the layer it came from."""
+    layer, loss_fn = _linear(lib, 2.0, 0.0), lib.nn.MSELoss()
+    seen = []
+    for name, module in (("lin", layer), ("mse", loss_fn)):
+        module.register_full_backward_pre_hook(lambda m, go, name=name: seen.append(f"{name} pre"))
+        module.register_full_backward_hook(
+            lambda m, gi, go, name=name: seen.append((f"{name} full", [_r(g) for g in gi]))
+        )
+    x = lib.tensor([[1.5]], requires_grad=True)
+    h = layer(x)
+    h.register_hook(lambda g: seen.append(("h", _r(g))))
+    first = loss_fn(h, lib.tensor([[1.0]]))
+    z = x * 3
+    z.register_hook(lambda g: seen.append(("z", _r(g))))
+    (first + z.sum()).backward()
+    assert seen == [
+        ("z", [1.0]),
+        "mse pre",
+        ("mse full", [[4.0], [0.0]]),
+        ("h", [4.0]),
+        "lin pre",
+        ("lin full", [[8.0]]),
+    ]
+    assert _r(x.grad) == [11.0]
+
+
+def test_input_wrapper_waits_for_a_newer_ready_branch(lib):
+    """T-18 at a module's input wrapper: when the node feeding it finishes, a branch built
+    later inside forward (here ``scale * 3``) is ready too and runs first, so its tensor hook
+    fires before the module's full hook."""
+    seen = []
+
+    class Scaled(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = lib.nn.Parameter(lib.tensor([0.5]))
+
+        def forward(self, t):
+            r = self.scale * 3
+            r.register_hook(lambda g: seen.append(("r", _r(g))))
+            return t * 2 + r
+
+    m = Scaled()
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append(("full", _r(gi[0]))))
+    x = lib.tensor([1.0], requires_grad=True)
+    m(x).sum().backward()
+    assert seen == [("r", [1.0]), ("full", [2.0])]
+    assert _r(m.scale.grad) == [3.0] and _r(x.grad) == [2.0]
