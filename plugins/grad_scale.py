@@ -296,10 +296,11 @@ class GradScale:
             raise ValueError("Attempting to unscale FP16 gradients.")
         found_inf = False
         inv_scale = self._scaler.inv_scale()
-        for g in grads:
-            found_inf = found_inf or not all_finite(g._data)
-            if divide:
-                g.mul_(inv_scale)
+        with np.errstate(over="ignore"):  # all_finite's sums of squares may overflow
+            for g in grads:
+                found_inf = found_inf or not all_finite(g._data)
+                if divide:
+                    g.mul_(inv_scale)
         return found_inf
 
     def _emit(self, kind: str, step: int, data: dict[str, JsonValue]) -> None:

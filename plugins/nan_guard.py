@@ -1,7 +1,11 @@
 """``nan_guard``: name the module where NaN/Inf first appeared, then stop, warn or repair the step.
 
 Detection is one :func:`~hookgrad.plugins._grads.all_finite` per tensor; NaN and Inf are counted
-only for a tensor that is not finite, so the checks are cheap enough to leave on:
+only for a tensor that is not finite, so the checks are cheap enough to leave on. The array
+found finite last is not checked again: in a chain of modules, the ``grad_input`` of one call
+is the very array the next one receives as ``grad_output`` (and a forward output the next
+module's argument), which halves the checks. (A hook that writes NaN into that array in place
+between the two checks is caught one module later, or at the step.)
 
 * backward (``check_backward``): after each module call's backward, ``grad_output`` and then
   ``grad_input``. A call whose ``grad_output`` is finite but whose ``grad_input`` is not made
@@ -182,6 +186,7 @@ class NanGuard:
         self._findings: list[Finding] = []
         self._step = -1  # the step _findings and _recorded belong to
         self._recorded = 0
+        self._last_finite: np.ndarray | None = None  # the array found finite last
         # An implementation that exists costs every module call its hook machinery, even if it
         # returns at once: switched-off checks are not implemented at all (see the specs).
         if not config.check_forward:
@@ -200,11 +205,12 @@ class NanGuard:
         output = event.output
         single = isinstance(output, Tensor)
         outputs = (output,) if single else output if isinstance(output, tuple | list) else ()
-        found = _first_nonfinite(outputs)
-        if found is None:
-            return
+        with np.errstate(over="ignore"):  # see all_finite
+            found = self._first_nonfinite(outputs)
+            if found is None:
+                return
+            inputs_finite = self._first_nonfinite((*event.args, *event.kwargs.values())) is None
         index, array = found
-        inputs_finite = _first_nonfinite((*event.args, *event.kwargs.values())) is None
         role = self._role(event.module_name, "forward", event.step, inputs_finite)
         label = "output" if single else f"output[{index}]"
         finding = Finding.of(event.module_name, "forward", label, role, array, event.step)
@@ -216,11 +222,12 @@ class NanGuard:
     @hookimpl
     def hookgrad_full_backward(self, event: FullBackwardEvent) -> None:
         role: Role = "propagator"
-        found = _first_nonfinite(event.grad_output)
+        # Backward runs with numpy's floating-point warnings off, as all_finite needs.
+        found = self._first_nonfinite(event.grad_output)
         if found is not None:
             label = f"grad_output[{found[0]}]"
         else:
-            found = _first_nonfinite(event.grad_input)
+            found = self._first_nonfinite(event.grad_input)
             if found is None:
                 return
             label = f"grad_input[{found[0]}]"
@@ -232,6 +239,7 @@ class NanGuard:
     def hookgrad_backward_begin(self, event: BackwardBeginEvent) -> None:
         """A new backward: what an earlier one found is superseded (forward findings stay)."""
         self._findings = [f for f in self._findings if f.phase != "backward"]
+        self._last_finite = None
 
     @hookimpl(tryfirst=True)
     @stage(Stage.GUARD)
@@ -263,6 +271,7 @@ class NanGuard:
         self._findings = []
         self._step = step
         self._recorded = 0
+        self._last_finite = None
 
     def _current(self, step: int) -> list[Finding]:
         """The findings of ``step``; those of a step some other plugin vetoed are stale."""
@@ -276,6 +285,22 @@ class NanGuard:
         if self._recorded < self.config.max_records_per_step:
             self._recorded += 1
             self._emit(finding.record())
+
+    def _first_nonfinite(self, values: Iterable[object]) -> tuple[int, np.ndarray] | None:
+        """The index and array of the first tensor in ``values`` with a NaN or Inf, if any.
+
+        Entries that are not tensors (None for a missing gradient, non-tensor arguments) are
+        skipped, and so is the array found finite last (see the module docstring).
+        """
+        for i, value in enumerate(values):
+            if isinstance(value, Tensor):
+                array = value._data
+                if array is self._last_finite:
+                    continue
+                if not all_finite(array):
+                    return i, array
+                self._last_finite = array
+        return None
 
     def _role(self, module_name: str, phase: Phase, step: int, inputs_finite: bool) -> Role:
         """Producer if the inputs were finite and no submodule produced it first in ``phase``."""
@@ -295,15 +320,16 @@ class NanGuard:
         """The owner of the first non-finite selected gradient (if ``check_parameters``)."""
         if not self.config.check_parameters:
             return []
-        for name, p in event.parameters:
-            grad = p.grad
-            if grad is not None and not all_finite(grad._data):
-                owner, _, local = name.rpartition(".")
-                finding = Finding.of(
-                    owner, "step", f"{local}.grad", "producer", grad._data, event.step
-                )
-                self._note(finding)
-                return [finding]
+        with np.errstate(over="ignore"):  # see all_finite
+            for name, p in event.parameters:
+                grad = p.grad
+                if grad is not None and not all_finite(grad._data):
+                    owner, _, local = name.rpartition(".")
+                    finding = Finding.of(
+                        owner, "step", f"{local}.grad", "producer", grad._data, event.step
+                    )
+                    self._note(finding)
+                    return [finding]
         return []
 
     # ------------------------------------------------------------------ actions
@@ -320,10 +346,11 @@ class NanGuard:
         count = 0
         for _, p in event.parameters:
             grad = p.grad
-            if grad is not None and not all_finite(grad._data):
+            if grad is not None:
                 bad = ~np.isfinite(grad._data)
-                count += int(np.count_nonzero(bad))
-                grad.masked_fill_(hookgrad.from_numpy(bad), 0.0)  # bumps the version counter
+                if bad.any():
+                    count += int(np.count_nonzero(bad))
+                    grad.masked_fill_(hookgrad.from_numpy(bad), 0.0)  # bumps the version counter
         self._emit(_record("zeroed", event.step, None, {"count": count}))
 
     def _skip(self, event: OptimizerStepPreEvent, headline: Finding) -> Literal[False]:
@@ -341,17 +368,6 @@ class NanGuard:
 
 
 # ---------------------------------------------------------------------- helpers
-def _first_nonfinite(values: Iterable[object]) -> tuple[int, np.ndarray] | None:
-    """The index and array of the first tensor in ``values`` with a NaN or Inf, if any.
-
-    Entries that are not tensors (None for a missing gradient, non-tensor arguments) are skipped.
-    """
-    for i, value in enumerate(values):
-        if isinstance(value, Tensor) and not all_finite(value._data):
-            return i, value._data
-    return None
-
-
 def _record(kind: str, step: int, module_name: str | None, data: dict[str, Any]) -> dict[str, Any]:
     return {
         "plugin": PLUGIN_NAME,
