@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 
@@ -195,9 +197,11 @@ def test_always_call_hook_error_becomes_warning(lib):
 
     m.register_forward_hook(bad, always_call=True)
     m.register_forward_hook(lambda mod, a, o: seen.append("still ran"), always_call=True)
-    with pytest.warns(UserWarning, match="always_call"), pytest.raises(_Boom):
+    with pytest.warns(UserWarning, match="always_call") as caught, pytest.raises(_Boom):
         m(lib.tensor([1.0]))
     assert seen == ["still ran"]
+    # Both libraries point the warning at their Module call, in nn/modules/module.py.
+    assert caught[0].filename.endswith(os.path.join("nn", "modules", "module.py"))
 
 
 def test_global_always_call_with_kwargs_quirk(lib, global_hooks):

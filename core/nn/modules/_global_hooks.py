@@ -31,6 +31,8 @@ _MIXED_GLOBAL = (
 
 
 Hook = Callable[..., Any]
+# A forward hook as a call runs it: (handle id, hook, with_kwargs, always_call).
+ForwardHookEntry = tuple[int, Hook, bool, bool]
 _NO_HOOKS: tuple[Hook, ...] = ()
 # (full backward hooks, regular backward hooks, backward pre-hooks)
 _BackwardLists = tuple[tuple[Hook, ...], tuple[Hook, ...], tuple[Hook, ...]]
@@ -74,7 +76,7 @@ class _GlobalHooks:
         "complex",
         "forward",
         "forward_always_called",
-        "forward_items",
+        "forward_plan",
         "forward_pre",
         "forward_pre_items",
         "forward_with_kwargs",
@@ -92,7 +94,7 @@ class _GlobalHooks:
         self.backward_pre = GlobalHookTable(self)
         self.backward = GlobalHookTable(self)
         self.forward_pre_items: tuple[tuple[int, Hook], ...] = ()
-        self.forward_items: tuple[tuple[int, Hook], ...] = ()
+        self.forward_plan: tuple[ForwardHookEntry, ...] = ()
         self.backward_lists: _BackwardLists | None = None
         self.active = self.complex = self.backward_only = False
 
@@ -110,10 +112,12 @@ class _GlobalHooks:
         """
         if table is self.forward_pre:
             self.forward_pre_items = tuple(table.items())
-        elif table is self.forward:
-            self.forward_items = tuple(table.items())
         elif table is self.backward or table is self.backward_pre:
             self.backward_lists = None
+        else:  # the forward hooks or their with_kwargs / always_call marks
+            self.forward_plan = forward_plan(
+                self.forward, self.forward_with_kwargs, self.forward_always_called
+            )
         self.complex = bool(
             self.backward_pre
             or self.backward
@@ -135,6 +139,16 @@ class _GlobalHooks:
         else:
             self.backward_lists = (backward, _NO_HOOKS, pre)
         return self.backward_lists
+
+
+def forward_plan(
+    hooks: HookDict, with_kwargs: HookDict, always_called: HookDict
+) -> tuple[ForwardHookEntry, ...]:
+    """The forward hooks of one table in order, each with how it is called."""
+    return tuple(
+        (hook_id, hook, hook_id in with_kwargs, hook_id in always_called)
+        for hook_id, hook in hooks.items()
+    )
 
 
 GLOBAL_HOOKS = _GlobalHooks()

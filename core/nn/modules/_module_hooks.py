@@ -18,7 +18,7 @@ from typing import Any
 from ..._tensor import Tensor
 from ...utils.hooks import HookDict, RemovableHandle
 from ._backward_hooks import BackwardHook
-from ._global_hooks import GLOBAL_HOOKS
+from ._global_hooks import GLOBAL_HOOKS, ForwardHookEntry, forward_plan
 
 __all__ = ["ModuleHooksMixin", "call_with_hooks"]
 
@@ -201,70 +201,68 @@ def _backward_hook_lists(module: Any) -> tuple[Sequence[Hook], Sequence[Hook], S
     return full, regular, pre
 
 
-def _run_forward_pre_hooks(module: Any, state: _CallState) -> None:
-    """Global then local pre-hooks; ``state`` follows each change so a failure sees it (F-9)."""
-    with_kwargs = module._forward_pre_hooks_with_kwargs
-    table, local = GLOBAL_HOOKS.forward_pre_items, module._forward_pre_hooks
-    for hook_id, hook in (*table, *local.items()) if local else table:
-        if hook_id in with_kwargs:
-            result = hook(module, state.args, state.kwargs)
-            if result is not None:
-                if isinstance(result, tuple) and len(result) == 2:
-                    state.args, state.kwargs = result
-                else:
-                    raise RuntimeError(
-                        "forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
-                        f"but got {result}."
-                    )
-        else:
-            result = hook(module, state.args)
-            if result is not None:
-                state.args = result if isinstance(result, tuple) else (result,)
+def _local_forward_plan(module: Any) -> tuple[ForwardHookEntry, ...]:
+    """The module's own forward hooks, built per call (the global ones are prepared)."""
+    return forward_plan(
+        module._forward_hooks,
+        module._forward_hooks_with_kwargs,
+        module._forward_hooks_always_called,
+    )
 
 
-class _CallState:
-    """What the exception path of one call needs: current args/kwargs/result, hooks already run."""
-
-    __slots__ = ("args", "called", "kwargs", "result")
-
-    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self.args = args
-        self.kwargs = kwargs
-        self.result: Any = None
-        self.called: list[int] = []  # always_call hooks that ran; a handful at most
-
-
-def _run_forward_hooks(module: Any, state: _CallState) -> None:
+def _full_call(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Every hook kind, in torch's order; after a failure, the always_call forward hooks that
+    have not run yet do (F-9..F-11) and see the args, kwargs and result of that moment."""
     g = GLOBAL_HOOKS
-    local_kw, local_always = module._forward_hooks_with_kwargs, module._forward_hooks_always_called
-    local = module._forward_hooks
-    for hook_id, hook in (*g.forward_items, *local.items()) if local else g.forward_items:
-        if hook_id in local_always or hook_id in g.forward_always_called:
-            state.called.append(hook_id)
-        if hook_id in local_kw or hook_id in g.forward_with_kwargs:
-            result = hook(module, state.args, state.kwargs, state.result)
-        else:
-            result = hook(module, state.args, state.result)
-        if result is not None:
-            state.result = result
-
-
-def _inner_call(module: Any, state: _CallState) -> Any:
-    full, regular, pre = _backward_hook_lists(module)
-    if GLOBAL_HOOKS.forward_pre or module._forward_pre_hooks:
-        _run_forward_pre_hooks(module, state)
-    bw_hook = None
-    if full or pre:
-        bw_hook = BackwardHook(module, full, pre)
-        state.args = bw_hook.setup_input_hook(state.args)
-    state.result = module.forward(*state.args, **state.kwargs)
-    if GLOBAL_HOOKS.forward or module._forward_hooks:
-        _run_forward_hooks(module, state)
-    if bw_hook is not None:
-        state.result = bw_hook.setup_output_hook(state.result)
-    if regular:
-        _attach_regular_hooks(module, regular, state.args, state.result)
-    return state.result
+    full, regular, pre = _backward_hook_lists(module)  # captured before any hook runs (B-19)
+    result = None
+    called: list[int] = []  # always_call forward hooks that ran
+    try:
+        local = module._forward_pre_hooks
+        if g.forward_pre or local:
+            with_kwargs = module._forward_pre_hooks_with_kwargs
+            # Snapshots of both tables (H-5); only local pre-hooks may take kwargs.
+            for hook_id, hook in (
+                (*g.forward_pre_items, *local.items()) if local else g.forward_pre_items
+            ):
+                if hook_id in with_kwargs:
+                    changed = hook(module, args, kwargs)
+                    if changed is not None:
+                        if isinstance(changed, tuple) and len(changed) == 2:
+                            args, kwargs = changed
+                        else:
+                            raise RuntimeError(
+                                "forward pre-hook must return None or a tuple of (new_args, "
+                                f"new_kwargs), but got {changed}."
+                            )
+                else:
+                    changed = hook(module, args)
+                    if changed is not None:
+                        args = changed if isinstance(changed, tuple) else (changed,)
+        bw_hook = None
+        if full or pre:
+            bw_hook = BackwardHook(module, full, pre)
+            args = bw_hook.setup_input_hook(args)
+        result = module.forward(*args, **kwargs)
+        local = module._forward_hooks
+        plan = (*g.forward_plan, *_local_forward_plan(module)) if local else g.forward_plan
+        for hook_id, hook, hook_kwargs, always in plan:
+            if always:
+                called.append(hook_id)
+            if hook_kwargs:
+                changed = hook(module, args, kwargs, result)
+            else:
+                changed = hook(module, args, result)
+            if changed is not None:
+                result = changed
+        if bw_hook is not None:
+            result = bw_hook.setup_output_hook(result)
+        if regular:
+            _attach_regular_hooks(module, regular, args, result)
+        return result
+    except Exception:
+        _run_always_called_hooks(module, args, kwargs, result, called)
+        raise
 
 
 def _backward_hooked_call(
@@ -320,7 +318,7 @@ def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     if not (g.forward_pre or g.forward or module._forward_pre_hooks or module._forward_hooks):
         full, regular, pre = _backward_hook_lists(module)
         if regular:
-            return _inner_call(module, _CallState(args, kwargs))
+            return _full_call(module, args, kwargs)
         if full or pre:
             return _backward_hooked_call(module, args, kwargs, full, pre)
         d = module.__dict__
@@ -329,12 +327,7 @@ def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     if not _needs_general_path(module):  # the hooks that set the flag were removed since
         module.__dict__["_hooks_complex"] = False
         return call_with_hooks(module, args, kwargs)
-    state = _CallState(args, kwargs)
-    try:
-        return _inner_call(module, state)
-    except Exception:
-        _run_always_called_hooks(module, state)
-        raise
+    return _full_call(module, args, kwargs)
 
 
 def _needs_general_path(module: Any) -> bool:
@@ -349,37 +342,41 @@ def _needs_general_path(module: Any) -> bool:
     )
 
 
-def _run_always_called_hooks(module: Any, state: _CallState) -> None:
-    """F-9..F-11: unrun always_call hooks run after a failure; their errors become warnings."""
-    g = GLOBAL_HOOKS
-    for hook_id, hook in g.forward_items:
-        if hook_id in g.forward_always_called and hook_id not in state.called:
+def _run_always_called_hooks(
+    module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, called: list[int]
+) -> None:
+    """F-9..F-11: unrun always_call hooks run after a failure; their errors become warnings.
+
+    Global hooks get no kwargs here even when registered with them, as in torch.
+    """
+    for hook_id, hook, _, always in GLOBAL_HOOKS.forward_plan:
+        if always and hook_id not in called:
             try:
-                result = hook(module, state.args, state.result)  # no kwargs here, as in torch
-                if result is not None:
-                    state.result = result
+                changed = hook(module, args, result)
+                if changed is not None:
+                    result = changed
             except Exception as error:
                 warnings.warn(
                     "global module forward hook with ``always_call=True`` raised an exception "
                     f"that was silenced as another error was raised in forward: {error}",
                     UserWarning,
-                    stacklevel=4,
+                    stacklevel=5,  # Module._call_impl, as torch points into its module.py
                 )
-    for hook_id, hook in tuple(module._forward_hooks.items()):
-        if hook_id in module._forward_hooks_always_called and hook_id not in state.called:
+    for hook_id, hook, hook_kwargs, always in _local_forward_plan(module):
+        if always and hook_id not in called:
             try:
-                if hook_id in module._forward_hooks_with_kwargs:
-                    result = hook(module, state.args, state.kwargs, state.result)
+                if hook_kwargs:
+                    changed = hook(module, args, kwargs, result)
                 else:
-                    result = hook(module, state.args, state.result)
-                if result is not None:
-                    state.result = result
+                    changed = hook(module, args, result)
+                if changed is not None:
+                    result = changed
             except Exception as error:
                 warnings.warn(
                     "module forward hook with ``always_call=True`` raised an exception that was "
                     f"silenced as another error was raised in forward: {error}",
                     UserWarning,
-                    stacklevel=4,
+                    stacklevel=5,  # Module._call_impl, as torch points into its module.py
                 )
 
 
