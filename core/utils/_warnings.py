@@ -30,7 +30,4 @@ def warn_unless_ignored(message: str, category: type[Warning], stacklevel: int =
                 if action == "ignore" and module is None and lineno == 0:
                     return
                 break
-        else:
-            if warnings.defaultaction == "ignore":
-                return
     warnings.warn(message, category, stacklevel=stacklevel + 1)
