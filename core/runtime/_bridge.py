@@ -282,13 +282,15 @@ class HookBridge:
         if not listeners:
             return None
         event = ForwardPreEvent.trusted(
-            module_name=name,
-            module_type=module_type,
-            call_index=index,
-            step=self.step,
-            phase="forward_pre",
-            args=args,
-            kwargs={},
+            {
+                "module_name": name,
+                "module_type": module_type,
+                "call_index": index,
+                "step": self.step,
+                "phase": "forward_pre",
+                "args": args,
+                "kwargs": {},
+            }
         )
         final = self._chain(listeners, event, "args", _as_args)
         return None if final is event else final.args
@@ -314,14 +316,16 @@ class HookBridge:
             return None
         kwargs, output = rest
         event = ForwardEvent.trusted(
-            module_name=name,
-            module_type=module_type,
-            call_index=index,
-            step=self.step,
-            phase="forward",
-            args=args,
-            kwargs=kwargs,
-            output=output,
+            {
+                "module_name": name,
+                "module_type": module_type,
+                "call_index": index,
+                "step": self.step,
+                "phase": "forward",
+                "args": args,
+                "kwargs": kwargs,
+                "output": output,
+            }
         )
         final = self._chain(listeners, event, "output", None)
         return None if final is event else final.output
@@ -333,12 +337,14 @@ class HookBridge:
         if not listeners:
             return None
         event = BackwardPreEvent.trusted(
-            module_name=name,
-            module_type=record.module_type,
-            call_index=record.call_index,
-            step=self.step,
-            phase="backward_pre",
-            grad_output=grad_output,
+            {
+                "module_name": name,
+                "module_type": record.module_type,
+                "call_index": record.call_index,
+                "step": self.step,
+                "phase": "backward_pre",
+                "grad_output": grad_output,
+            }
         )
         final = self._chain(listeners, event, "grad_output", tuple)
         return None if final is event else final.grad_output
@@ -354,13 +360,15 @@ class HookBridge:
         if not listeners:
             return None
         event = FullBackwardEvent.trusted(
-            module_name=name,
-            module_type=record.module_type,
-            call_index=record.call_index,
-            step=self.step,
-            phase="backward",
-            grad_input=grad_input,
-            grad_output=grad_output,
+            {
+                "module_name": name,
+                "module_type": record.module_type,
+                "call_index": record.call_index,
+                "step": self.step,
+                "phase": "backward",
+                "grad_input": grad_input,
+                "grad_output": grad_output,
+            }
         )
         final = self._chain(listeners, event, "grad_input", tuple)
         return None if final is event else final.grad_input

@@ -158,7 +158,12 @@ class LoopHooks:
     # ------------------------------------------------------------------ backward
     def _begin(self, root: Any, gradient: Any) -> Any:
         first = event = BackwardBeginEvent.trusted(
-            step=self.bridge.step, phase="backward_begin", loss=root, gradient=gradient
+            {
+                "step": self.bridge.step,
+                "phase": "backward_begin",
+                "loss": root,
+                "gradient": gradient,
+            }
         )
         for listener in self._listeners[BACKWARD_BEGIN]:
             result = self._call(listener, event)
@@ -167,7 +172,9 @@ class LoopHooks:
         return None if event is first else event.gradient
 
     def _end(self, root: Any) -> None:
-        event = BackwardEndEvent.trusted(step=self.bridge.step, phase="backward_end", loss=root)
+        event = BackwardEndEvent.trusted(
+            {"step": self.bridge.step, "phase": "backward_end", "loss": root}
+        )
         for listener in self._listeners[BACKWARD_END]:
             self._call(listener, event)
 
@@ -184,10 +191,12 @@ class LoopHooks:
         kind = type(optimizer).__name__
         for listener in self._listeners[STEP_PRE]:
             event = OptimizerStepPreEvent.trusted(
-                step=self.bridge.step,
-                phase="optimizer_step_pre",
-                optimizer_type=kind,
-                parameters=self._selected(named, listener),
+                {
+                    "step": self.bridge.step,
+                    "phase": "optimizer_step_pre",
+                    "optimizer_type": kind,
+                    "parameters": self._selected(named, listener),
+                }
             )
             if self._call(listener, event) is False:
                 self._after_step(optimizer, named, vetoed_by=listener.name)
@@ -204,12 +213,14 @@ class LoopHooks:
             named = self.named_parameters(optimizer) if named is None else named
             for listener in listeners:
                 event = OptimizerStepPostEvent.trusted(
-                    step=self.bridge.step,
-                    phase="optimizer_step_post",
-                    optimizer_type=type(optimizer).__name__,
-                    parameters=self._selected(named, listener),
-                    skipped=vetoed_by is not None,
-                    vetoed_by=vetoed_by,
+                    {
+                        "step": self.bridge.step,
+                        "phase": "optimizer_step_post",
+                        "optimizer_type": type(optimizer).__name__,
+                        "parameters": self._selected(named, listener),
+                        "skipped": vetoed_by is not None,
+                        "vetoed_by": vetoed_by,
+                    }
                 )
                 self._call(listener, event)
         self.bridge.step += 1
