@@ -239,7 +239,9 @@ class GradStats:
             "data": data,
         }
         self.records.append(record)
-        self._runtime.emit(record)
+        # Dozens of records per step, JSON-safe by construction: _record_step puts only
+        # floats, ints, None and the names in them.
+        self._runtime.emit(record, trusted=True)
 
 
 # ---------------------------------------------------------------------- statistics

@@ -293,13 +293,21 @@ class Runtime:
         self.close()
 
     # ------------------------------------------------------------------ records
-    def emit(self, record: PluginRecord | Mapping[str, Any]) -> None:
+    def emit(self, record: PluginRecord | Mapping[str, Any], *, trusted: bool = False) -> None:
         """Write a plugin's record to the sinks (a dict is validated as a PluginRecord).
 
         ``step`` defaults to the runtime's step. Raises pydantic's ValidationError on a
         record that is not PluginRecord-shaped.
+
+        ``trusted=True`` skips the checks and the copy, for a plugin that emits dozens of
+        records per step and builds them right by construction: the record must already be
+        the JSON form, a dict with exactly the keys ``plugin``, ``kind``, ``step``,
+        ``module_name`` and ``data`` (a dict of JSON values). A sink still refuses what it
+        cannot write, naming the key (:class:`~hookgrad.runtime.JsonLinesSink`).
         """
-        if isinstance(record, PluginRecord):
+        if trusted:
+            self._sinks.write(record)  # type: ignore[arg-type]
+        elif isinstance(record, PluginRecord):
             self._sinks.write(record.summary())
         else:
             self._sinks.write(PluginRecord.json_of(record, step=self.step))

@@ -16,7 +16,7 @@ from hypothesis.extra import numpy as hnp
 from pydantic import ValidationError
 
 import hookgrad
-from hookgrad.hookspecs import OptimizerStepPreEvent, Stage, hookimpl, stage
+from hookgrad.hookspecs import OptimizerStepPreEvent, PluginRecord, Stage, hookimpl, stage
 from hookgrad.plugins import grad_stats as gs
 from hookgrad.plugins.grad_stats import GradStats, per_layer_table
 from hookgrad.testing import EventCapture, capture_events, global_hook_counts
@@ -164,11 +164,41 @@ def test_nonfinite_entries_are_counted_and_left_out_of_the_moments() -> None:
     assert capture.of_plugin("grad_stats") == plugin.records  # JSON-safe: sinks got the same
 
 
+def _assert_plain_json(value: Any, where: str) -> None:
+    """Only the exact types json writes as they are: no numpy scalars, no tuples."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            assert type(key) is str, where
+            _assert_plain_json(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _assert_plain_json(item, f"{where}[{i}]")
+    else:
+        assert type(value) in (str, int, float, bool, type(None)), (where, type(value))
+
+
 def test_records_are_json_form_and_reach_the_sinks() -> None:
-    """self.records equals what the sinks received, so it holds plain JSON values only."""
-    capture, _, plugin = run_linear(histogram_bins=3)
+    """The records are emitted unchecked (trusted), so each must already be a valid
+    PluginRecord in its JSON form, of plain JSON values: with histograms, update ratios,
+    non-finite entries and grad_output records all present."""
+    model = hookgrad.nn.Sequential(hookgrad.nn.Linear(3, 2), hookgrad.nn.Tanh())
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+    plugin = GradStats(GradStats.Config(summary=False, histogram_bins=3, grad_output=True))
+    with capture_events(("grad_stats", plugin)) as capture:
+        for bad in (False, True):
+            model(hookgrad.ones(4, 3, requires_grad=True)).sum().backward()
+            if bad:
+                model[0].weight.grad.data[0, 0] = float("nan")
+            optimizer.step()
+            optimizer.zero_grad()
     assert plugin.records == capture.of_plugin("grad_stats")
-    assert {r["kind"] for r in plugin.records} == {"param_grad", "module_grad"}
+    kinds = {r["kind"] for r in plugin.records}
+    assert kinds == {"param_grad", "module_grad", "grad_output"}
+    assert any(r["data"].get("nonfinite") for r in plugin.records)
+    for record in plugin.records:
+        assert list(record) == ["plugin", "kind", "step", "module_name", "data"]
+        assert PluginRecord.json_of(record, step=0) == record
+        _assert_plain_json(record, record["kind"])
 
 
 # ---------------------------------------------------------------------- pre vs post clip

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 import hookgrad
 from hookgrad import nn, optim
@@ -27,6 +28,7 @@ from hookgrad.runtime import (
     PluginImportWarning,
     PluginLoadError,
     Runtime,
+    SinkWarning,
 )
 from hookgrad.runtime._runtime import _DEFAULT
 
@@ -547,6 +549,22 @@ def test_emit_writes_a_plugin_record_stamped_with_the_step():
             "data": {"pre_norm": 3.0},
         }
     ]
+
+
+def test_trusted_emit_writes_the_record_as_given(tmp_path):
+    """trusted=True skips validation: the sinks get the caller's dict itself (a JSON-form
+    record passes unchanged; a bad one is not caught by emit but by the JSON sink)."""
+    path = tmp_path / "events.jsonl"
+    record = {"plugin": "p", "kind": "k", "step": 7, "module_name": "0", "data": {"x": 1.5}}
+    with _isolated(events={"memory": True, "jsonl": str(path)}) as rt:
+        rt.emit(record, trusted=True)
+        with pytest.raises(ValidationError):
+            rt.emit({**record, "data": {"x": object()}})
+        with pytest.warns(SinkWarning, match="data.x"):
+            rt.emit({**record, "data": {"x": object()}}, trusted=True)
+    assert rt.memory is not None
+    assert rt.memory.records[0] == record and len(rt.memory.records) == 2
+    assert [json.loads(line) for line in path.read_text().splitlines()] == [record]
 
 
 # ---------------------------------------------------------------------- the default runtime
