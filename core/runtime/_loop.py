@@ -67,6 +67,8 @@ class _Removable(Protocol):
 _Named: TypeAlias = list[tuple[str, Any, str, str]]
 # id(parameter) -> (qualified name, owner's name, owner's class, owner's _parameters, key)
 _Owner: TypeAlias = tuple[str, str, str, dict[str, Any], str]
+# The (qualified name, parameter) pairs an optimizer event carries.
+_Pairs: TypeAlias = tuple[tuple[str, Any], ...]
 
 
 class LoopHooks:
@@ -95,6 +97,10 @@ class LoopHooks:
         self._owners_key: tuple[int, ...] = ()  # _roots_key() when _owners was built
         # (plugin name, module name, module class) -> whether the plugin selects the module
         self._selects: dict[tuple[str, str, str], bool] = {}
+        # What the gate of the step under way found, for its post hook: (optimizer, step,
+        # named parameters, plugin name -> its selected pairs). Param groups do not change
+        # inside optimizer.step(), so the post hook need not name and select them again.
+        self._in_step: tuple[Any, int, _Named, dict[str, _Pairs]] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def attach(self) -> None:
@@ -188,6 +194,8 @@ class LoopHooks:
     def _gate(self, optimizer: Any) -> bool:
         self._end_spotting()
         named = self.named_parameters(optimizer)
+        selected: dict[str, _Pairs] = {}
+        self._in_step = (optimizer, self.bridge.step, named, selected)
         kind = type(optimizer).__name__
         for listener in self._listeners[STEP_PRE]:
             event = OptimizerStepPreEvent.trusted(
@@ -195,29 +203,33 @@ class LoopHooks:
                     "step": self.bridge.step,
                     "phase": "optimizer_step_pre",
                     "optimizer_type": kind,
-                    "parameters": self._selected(named, listener),
+                    "parameters": self._selected(named, listener, selected),
                 }
             )
             if self._call(listener, event) is False:
-                self._after_step(optimizer, named, vetoed_by=listener.name)
+                self._after_step(optimizer, vetoed_by=listener.name)
                 return False
         return True
 
     def _post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self._after_step(optimizer, None, vetoed_by=None)
+        self._after_step(optimizer, vetoed_by=None)
 
-    def _after_step(self, optimizer: Any, named: _Named | None, vetoed_by: str | None) -> None:
+    def _after_step(self, optimizer: Any, vetoed_by: str | None) -> None:
         """Fire ``hookgrad_optimizer_step_post``, then advance the step counter."""
         listeners = self._listeners[STEP_POST]
+        in_step, self._in_step = self._in_step, None
         if listeners:
-            named = self.named_parameters(optimizer) if named is None else named
+            if in_step is not None and in_step[0] is optimizer and in_step[1] == self.bridge.step:
+                named, selected = in_step[2], in_step[3]
+            else:  # no gate ran for this step (no step_pre listener)
+                named, selected = self.named_parameters(optimizer), {}
             for listener in listeners:
                 event = OptimizerStepPostEvent.trusted(
                     {
                         "step": self.bridge.step,
                         "phase": "optimizer_step_post",
                         "optimizer_type": type(optimizer).__name__,
-                        "parameters": self._selected(named, listener),
+                        "parameters": self._selected(named, listener, selected),
                         "skipped": vetoed_by is not None,
                         "vetoed_by": vetoed_by,
                     }
@@ -294,8 +306,12 @@ class LoopHooks:
             return None
         return entry[0], entry[1], entry[2]
 
-    def _selected(self, named: _Named, listener: _Listener) -> tuple[tuple[str, Any], ...]:
-        """The (name, parameter) pairs whose owning module ``listener``'s config selects."""
+    def _selected(self, named: _Named, listener: _Listener, done: dict[str, _Pairs]) -> _Pairs:
+        """The (name, parameter) pairs whose owning module ``listener``'s config selects;
+        ``done`` holds the pairs of the plugins already selected for this step."""
+        pairs_of = done.get(listener.name)
+        if pairs_of is not None:
+            return pairs_of
         memo = self._selects
         pairs = []
         for name, p, module_name, module_type in named:
@@ -305,7 +321,8 @@ class LoopHooks:
                 chosen = memo[key] = listener.config.selects(module_name, module_type)
             if chosen:
                 pairs.append((name, p))
-        return tuple(pairs)
+        pairs_of = done[listener.name] = tuple(pairs)
+        return pairs_of
 
     # ------------------------------------------------------------------ errors
     def _call(self, listener: _Listener, event: RunEvent) -> Any:

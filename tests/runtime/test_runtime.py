@@ -431,6 +431,51 @@ def test_optimizer_step_pre_veto_skips_the_update_and_the_step_still_advances():
     assert plugin.post == [(0, True, "veto"), (1, False, None)]
 
 
+class _StepNames:
+    """Records the parameter names of its step events; ``pre=False``: post only."""
+
+    class Config(PluginConfig):
+        pass
+
+    def __init__(self, pre: bool = True) -> None:
+        self.seen: list[tuple[str, list[str]]] = []
+        if not pre:
+            self.hookgrad_optimizer_step_pre = None
+
+    @hookimpl
+    def hookgrad_optimizer_step_pre(self, event: Any) -> None:
+        self.seen.append(("pre", [name for name, _ in event.parameters]))
+
+    @hookimpl
+    def hookgrad_optimizer_step_post(self, event: Any) -> None:
+        self.seen.append(("post", [name for name, _ in event.parameters]))
+
+
+def test_step_events_carry_each_plugins_own_selection_before_and_after_the_step():
+    """Each plugin's selectors pick its parameters once per step, the same for step_pre and
+    step_post; a plugin listening to step_post only gets its own selection too."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    first, second, post_only = _StepNames(), _StepNames(), _StepNames(pre=False)
+    with _isolated() as rt:
+        rt.register(first, name="first", config={"modules": ["0"]})
+        rt.register(second, name="second", config={"modules": ["1"]})
+        rt.register(post_only, name="post_only", config={"exclude": ["0"]})
+        rt.watch(model)
+        model(hookgrad.ones(1, 2)).sum().backward()
+        opt.step()
+        opt.step()
+    assert first.seen == [("pre", ["0.weight", "0.bias"]), ("post", ["0.weight", "0.bias"])] * 2
+    assert second.seen == [("pre", ["1.weight", "1.bias"]), ("post", ["1.weight", "1.bias"])] * 2
+    assert post_only.seen == [("post", ["1.weight", "1.bias"])] * 2
+    alone = _StepNames(pre=False)  # no step_pre listener at all: no gate runs
+    with _isolated() as rt:
+        rt.register(alone, name="alone", config={"modules": ["0"]})
+        rt.watch(model)
+        opt.step()
+    assert alone.seen == [("post", ["0.weight", "0.bias"])]
+
+
 def test_parameters_are_named_from_named_parameters_or_by_index():
     """Without a watched model, names come from the optimizer's param_names, else param{i}."""
     model = nn.Linear(2, 1)
