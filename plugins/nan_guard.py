@@ -3,9 +3,9 @@
 Detection is one :func:`~hookgrad.plugins._grads.all_finite` per tensor; NaN and Inf are counted
 only for a tensor that is not finite, so the checks are cheap enough to leave on. The array
 found finite last is not checked again: in a chain of modules, the ``grad_input`` of one call
-is the very array the next one receives as ``grad_output`` (and a forward output the next
-module's argument), which halves the checks. (A hook that writes NaN into that array in place
-between the two checks is caught one module later, or at the step.)
+is the very array the next one receives as ``grad_output``, which halves the backward checks.
+(A hook that writes NaN into that array in place between the two checks is caught one module
+later, or at the step.)
 
 * backward (``check_backward``): after each module call's backward, ``grad_output`` and then
   ``grad_input``. A call whose ``grad_output`` is finite but whose ``grad_input`` is not made
