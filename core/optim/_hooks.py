@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar, cast
 
 import numpy as np
 
-from ..utils.hooks import HookDict, RemovableHandle
+from ..utils.hooks import HookDict, RemovableHandle, new_args_and_kwargs
 
 if TYPE_CHECKING:
     from .optimizer import Optimizer, StateDict
@@ -150,13 +150,7 @@ def _step_with_hooks(
     ):
         result = pre_hook(optimizer, args, kwargs)
         if result is not None:
-            if isinstance(result, tuple) and len(result) == 2:
-                args, kwargs = result
-            else:
-                raise RuntimeError(
-                    f"{func} must return None or a tuple of (new_args, new_kwargs), but got "
-                    f"{result}."
-                )
+            args, kwargs = new_args_and_kwargs(result, str(func))
     out = func(*args, **kwargs)
     for post_hook in chain(
         optimizer._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()

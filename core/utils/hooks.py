@@ -129,3 +129,15 @@ class RemovableHandle:
 
     def __repr__(self) -> str:
         return f"<RemovableHandle id={self.id}>"
+
+
+def new_args_and_kwargs(result: Any, who: str) -> tuple[Any, Any]:
+    """A with-kwargs pre-hook's ``(new_args, new_kwargs)``, or torch's error naming ``who``.
+
+    Module forward pre-hooks and optimizer step pre-hooks share the rule and the message.
+    """
+    if isinstance(result, tuple) and len(result) == 2:
+        return result
+    raise RuntimeError(
+        f"{who} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+    )

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..._tensor import Tensor
-from ...utils.hooks import HookDict, RemovableHandle
+from ...utils.hooks import HookDict, RemovableHandle, new_args_and_kwargs
 from ._backward_hooks import BackwardHook
 from ._global_hooks import GLOBAL_HOOKS, ForwardHookEntry, forward_plan
 
@@ -228,13 +228,7 @@ def _full_call(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                 if hook_id in with_kwargs:
                     changed = hook(module, args, kwargs)
                     if changed is not None:
-                        if isinstance(changed, tuple) and len(changed) == 2:
-                            args, kwargs = changed
-                        else:
-                            raise RuntimeError(
-                                "forward pre-hook must return None or a tuple of (new_args, "
-                                f"new_kwargs), but got {changed}."
-                            )
+                        args, kwargs = new_args_and_kwargs(changed, "forward pre-hook")
                 else:
                     changed = hook(module, args)
                     if changed is not None:
@@ -249,10 +243,9 @@ def _full_call(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         for hook_id, hook, hook_kwargs, always in plan:
             if always:
                 called.append(hook_id)
-            if hook_kwargs:
-                changed = hook(module, args, kwargs, result)
-            else:
-                changed = hook(module, args, result)
+            changed = (
+                hook(module, args, kwargs, result) if hook_kwargs else hook(module, args, result)
+            )
             if changed is not None:
                 result = changed
         if bw_hook is not None:
@@ -349,35 +342,30 @@ def _run_always_called_hooks(
 
     Global hooks get no kwargs here even when registered with them, as in torch.
     """
-    for hook_id, hook, _, always in GLOBAL_HOOKS.forward_plan:
-        if always and hook_id not in called:
-            try:
-                changed = hook(module, args, result)
-                if changed is not None:
-                    result = changed
-            except Exception as error:
-                warnings.warn(
-                    "global module forward hook with ``always_call=True`` raised an exception "
-                    f"that was silenced as another error was raised in forward: {error}",
-                    UserWarning,
-                    stacklevel=5,  # Module._call_impl, as torch points into its module.py
-                )
-    for hook_id, hook, hook_kwargs, always in _local_forward_plan(module):
-        if always and hook_id not in called:
-            try:
-                if hook_kwargs:
-                    changed = hook(module, args, kwargs, result)
-                else:
-                    changed = hook(module, args, result)
-                if changed is not None:
-                    result = changed
-            except Exception as error:
-                warnings.warn(
-                    "module forward hook with ``always_call=True`` raised an exception that was "
-                    f"silenced as another error was raised in forward: {error}",
-                    UserWarning,
-                    stacklevel=5,  # Module._call_impl, as torch points into its module.py
-                )
+    unrun = [
+        ("global module", hook_id, hook, False)
+        for hook_id, hook, _, always in GLOBAL_HOOKS.forward_plan
+        if always and hook_id not in called
+    ]
+    unrun += [
+        ("module", hook_id, hook, hook_kwargs)
+        for hook_id, hook, hook_kwargs, always in _local_forward_plan(module)
+        if always and hook_id not in called
+    ]
+    for scope, _, hook, hook_kwargs in unrun:
+        try:
+            changed = (
+                hook(module, args, kwargs, result) if hook_kwargs else hook(module, args, result)
+            )
+            if changed is not None:
+                result = changed
+        except Exception as error:
+            warnings.warn(
+                f"{scope} forward hook with ``always_call=True`` raised an exception that was "
+                f"silenced as another error was raised in forward: {error}",
+                UserWarning,
+                stacklevel=5,  # Module._call_impl, as torch points into its module.py
+            )
 
 
 def _first_tensor(value: Any) -> Tensor:
