@@ -4,6 +4,13 @@ Among ready nodes the most recently created runs first (a max-heap on the sequen
 and leaf accumulation runs as soon as its gradient is complete, which is what makes hook
 order match PyTorch (SEMANTICS T-18). Gradients travel as numpy arrays; they are wrapped in
 Tensors only when a hook must see them.
+
+Two kinds of node skip the queue, because the queue would hand them out next anyway: a leaf
+whose gradient just became complete (leaves outrank every other node; several made ready by
+one node run in edge order, as the queue's tie-break would), and a hook-free pass-through
+node (a module backward-hook wrapper) that the node just run made ready, unless a ready node
+outranks it. Neither does when a node filter or a capture applies (``inputs=``,
+``autograd.grad``).
 """
 
 from __future__ import annotations
@@ -139,10 +146,8 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
     retain = task.retain_graph
     heappop, heappush = heapq.heappop, heapq.heappush
     run_pre_hooks = _hook_calls.run_pre_hooks
-    run_tensor_hooks = _hook_calls.run_tensor_hooks
     counter = 0
-    # Pass-through nodes may run the moment they are ready (see below) only when no node
-    # filter or capture applies to this backward.
+    # Whether nodes may skip the queue (module docstring).
     shortcut = needed is None and task.captures is None
     while ready:
         node = heappop(ready)[2]
@@ -151,13 +156,7 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
             continue
         hooks = node._hooks
         if hooks is not None:
-            # A one-output node with tensor hooks only (a hooked parameter's accumulator, the
-            # usual case) skips the general pre-hook step: same calls, one frame less.
-            tensor_pre = hooks.tensor_pre
-            if len(grads) == 1 and tensor_pre and not hooks.retains_grad and not hooks.pre:
-                grads[0] = run_tensor_hooks(tensor_pre[0].hooks, grads[0])
-            else:
-                grads = run_pre_hooks(node, hooks, grads)
+            grads = run_pre_hooks(node, hooks, grads)
         if task.captures is not None:
             _capture(task.captures, node, grads)
         if type(node) is AccumulateGrad:
@@ -169,47 +168,68 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
             outputs = _hook_calls.run_post_hooks(node, hooks, outputs, grads)
         if not retain and node._saved_fields:  # nothing saved, nothing to free or to misuse
             node._release()
-        # A node with one edge (or two, the second unused: a loss and its target) whose
-        # child is a hook-free pass-through node (a module backward-hook wrapper) waiting for
-        # nothing else: the child would be the next node run unless a ready one outranks it,
-        # so run it right here, without a buffer or a trip through the queue, and go on with
-        # its own edges.
-        while shortcut:
-            nxt = node._next
-            if not (len(nxt) == 1 or (len(nxt) == 2 and nxt[1] is None)):
+        while True:
+            # A hook-free pass-through child this node alone made ready, and its gradient.
+            pending = None
+            for edge, grad in zip(node._next, outputs):
+                if edge is None:
+                    continue
+                child, nr = edge
+                remaining = deps[child] - 1
+                deps[child] = remaining
+                if remaining == 0 and shortcut:
+                    if type(child) is AccumulateGrad:
+                        # A complete leaf gradient outranks every other node: the queue would
+                        # run this leaf next, after the leaves before it here. So do it now.
+                        buffer = buffers.pop(child, None)
+                        if buffer is not None and buffer[0] is not None:
+                            grad = buffer[0] if grad is None else buffer[0] + grad
+                        _accumulate_leaf(task, child, grad)
+                        continue
+                    if (
+                        pending is None
+                        and child._plain_identity
+                        and child._hooks is None
+                        and child not in buffers
+                    ):
+                        pending = (child, nr, grad)
+                        continue
+                buffer = buffers.get(child)
+                if buffer is None:
+                    buffer = buffers[child] = [None] * child._n_out
+                if grad is not None:
+                    current = buffer[nr]
+                    buffer[nr] = grad if current is None else current + grad
+                if remaining == 0:
+                    counter += 1
+                    heappush(ready, (-child._seq, counter, child))
+            if pending is None:
                 break
-            edge = nxt[0]
-            if edge is None:
-                break
-            child, nr = edge
-            if not (
-                child._plain_identity
-                and child._hooks is None
-                and deps[child] == 1
-                and child not in buffers
-                and (not ready or ready[0][0] > -child._seq)
-            ):
-                break
-            deps[child] = 0
+            # E.g. a Linear's input wrapper, just after the Linear's leaves: the next node run
+            # unless a ready one outranks it.
+            child, nr, grad = pending
             grads = [None] * child._n_out
-            grads[nr] = outputs[0]
-            outputs = child.backward_multi(grads)
-            node = child
-        for edge, grad in zip(node._next, outputs):
-            if edge is None:
-                continue
-            child, nr = edge
-            buffer = buffers.get(child)
-            if buffer is None:
-                buffer = buffers[child] = [None] * child._n_out
-            if grad is not None:
-                current = buffer[nr]
-                buffer[nr] = grad if current is None else current + grad
-            remaining = deps[child] - 1
-            deps[child] = remaining
-            if remaining == 0:
+            grads[nr] = grad
+            if ready and ready[0][0] < -child._seq:
+                buffers[child] = grads
                 counter += 1
                 heappush(ready, (-child._seq, counter, child))
+                break
+            node = child
+            outputs = node.backward_multi(grads)
+
+
+def _accumulate_leaf(task: _GraphTask, leaf: AccumulateGrad, grad: np.ndarray | None) -> None:
+    """Run a leaf's node as the main loop would: its tensor hooks, then accumulation."""
+    hooks = leaf._hooks
+    if hooks is not None:
+        # run_pre_hooks' own shortcut, a frame less: every hooked parameter comes this way.
+        tensor_pre = hooks.tensor_pre
+        if tensor_pre and not hooks.retains_grad and not hooks.pre:
+            grad = _hook_calls.run_tensor_hooks(tensor_pre[0].hooks, grad)
+        else:
+            grad = _hook_calls.run_pre_hooks(leaf, hooks, [grad])[0]
+    _accumulate(task, leaf.variable, grad)
 
 
 def _capture(

@@ -48,11 +48,15 @@ def run_pre_hooks(
 
     ``grads`` is the engine's buffer for this node, already taken out of the graph task, so
     it is updated in place. Tensor hooks run in registration order, each seeing the previous
-    one's result (T-6). A one-output node with tensor hooks only (a hooked parameter) does not
-    come here: the engine calls :func:`run_tensor_hooks` for it directly.
+    one's result (T-6). A one-output node with tensor hooks only (a hooked parameter, the
+    usual case) goes straight to :func:`run_tensor_hooks`.
     """
-    if hooks.tensor_pre:
-        for nr, table in tuple(hooks.tensor_pre.items()):  # a hook may add a table
+    tensor_pre = hooks.tensor_pre
+    if len(grads) == 1 and tensor_pre and not hooks.retains_grad and not hooks.pre:
+        grads[0] = run_tensor_hooks(tensor_pre[0].hooks, grads[0])
+        return grads
+    if tensor_pre:
+        for nr, table in tuple(tensor_pre.items()):  # a hook may add a table
             grads[nr] = run_tensor_hooks(table.hooks, grads[nr])
     if hooks.retains_grad:
         for nr, tensor in tuple(hooks.retains_grad.items()):
