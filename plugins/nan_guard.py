@@ -28,12 +28,9 @@ at once instead, so that the traceback points at the model code.
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any, Final, Literal, Self, TypeAlias
 
 import numpy as np
@@ -51,6 +48,7 @@ from hookgrad.hookspecs import (
     hookimpl,
     stage,
 )
+from hookgrad.utils._warnings import user_stacklevel
 
 from ._grads import all_finite, nonfinite_counts
 
@@ -62,11 +60,6 @@ _PROPAGATORS_SHOWN: Final = 3
 Action: TypeAlias = Literal["raise", "warn", "zero", "skip_step"]
 Phase: TypeAlias = Literal["forward", "backward", "step"]
 Role: TypeAlias = Literal["producer", "propagator"]
-
-# Frames in these folders are hookgrad's own: a warning skips them to point at the user's code.
-_INTERNAL: Final = tuple(
-    os.path.dirname(os.path.abspath(path)) + os.sep for path in (hookgrad.__file__, __file__)
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,7 +328,7 @@ class NanGuard:
     # ------------------------------------------------------------------ actions
     def _warn(self, headline: Finding, propagators: Sequence[str]) -> None:
         message = headline.describe(propagators)
-        warnings.warn(NonFiniteGradientWarning(message), stacklevel=_user_stacklevel())
+        warnings.warn(NonFiniteGradientWarning(message), stacklevel=user_stacklevel())
         if self.runtime is not None:
             self.runtime.log.warning(
                 "nonfinite", plugin=PLUGIN_NAME, step=headline.step, message=message
@@ -376,16 +369,3 @@ def _record(kind: str, step: int, module_name: str | None, data: dict[str, Any])
         "module_name": module_name,
         "data": data,
     }
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` of the first caller outside hookgrad (the user's ``optimizer.step()``).
-
-    Counted rather than fixed: the runtime's dispatch sits between that call and the plugin,
-    and its depth is not part of the contract.
-    """
-    level = 1  # the function calling warnings.warn
-    caller: FrameType | None = sys._getframe(1)
-    while caller is not None and caller.f_code.co_filename.startswith(_INTERNAL):
-        level, caller = level + 1, caller.f_back
-    return level

@@ -1,4 +1,4 @@
-"""``warnings.warn`` for warnings raised on every call, which users usually silence.
+"""Warnings that point at the user's code and cost little when silenced.
 
 torch warns on every backward of a module whose inputs need no gradient (SEMANTICS B-9), so
 hookgrad does too; training loops then silence it with ``warnings.simplefilter("ignore", ...)``.
@@ -7,21 +7,34 @@ filters, about a microsecond per call. When the first filter matching the messag
 needs no caller information (no module pattern, no line number) and says "ignore", the warning
 would be dropped whatever the caller, so it is dropped here without the walk. Every other case
 (a module-specific filter, "error", "always", ``pytest.warns``) goes through ``warnings.warn``.
+
+A warning raised deep inside hookgrad on behalf of the user's call (a backward, an optimizer
+step) points at that call, as torch's do: :func:`user_stacklevel` counts hookgrad's frames.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
-__all__ = ["warn_unless_ignored"]
+__all__ = ["user_stacklevel", "warn_unless_ignored"]
 
 # Python 3.14 can keep filters per context; ``warnings.filters`` is then not the whole story.
 _FILTERS_ARE_GLOBAL = not getattr(sys.flags, "context_aware_warnings", False)
 
+# hookgrad's three packages; an editable install keeps them in three folders.
+_PACKAGES = ("hookgrad", "hookgrad.hookspecs", "hookgrad.plugins")
 
-def warn_unless_ignored(message: str, category: type[Warning], stacklevel: int = 1) -> None:
-    """``warnings.warn(message, category, stacklevel)``, skipped when a global filter ignores it."""
+
+def warn_unless_ignored(
+    message: str, category: type[Warning], stacklevel: int | None = None
+) -> None:
+    """``warnings.warn(message, category, stacklevel)``, skipped when a global filter ignores it.
+
+    ``stacklevel`` counts from the caller, as for ``warnings.warn``; None points the warning
+    at the first frame outside hookgrad.
+    """
     if _FILTERS_ARE_GLOBAL:
         for action, pattern, filter_category, module, lineno in warnings.filters:
             if (pattern is None or pattern.match(message)) and issubclass(
@@ -30,4 +43,24 @@ def warn_unless_ignored(message: str, category: type[Warning], stacklevel: int =
                 if action == "ignore" and module is None and lineno == 0:
                     return
                 break
-    warnings.warn(message, category, stacklevel=stacklevel + 1)
+    level = user_stacklevel() if stacklevel is None else stacklevel + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that points a ``warnings.warn`` made by the caller of this function
+    at the first frame outside hookgrad (the user's ``loss.backward()``, ``optimizer.step()``).
+
+    Counted rather than fixed: how deep hookgrad's own frames go is not part of any contract.
+    """
+    folders = tuple(
+        os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+        for name in _PACKAGES
+        if (module := sys.modules.get(name)) is not None and module.__file__
+    )
+    level = 1  # the function calling warnings.warn
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(folders):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return level

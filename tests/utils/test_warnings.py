@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import pytest
 
-from hookgrad.utils._warnings import warn_unless_ignored
+from hookgrad.utils._warnings import user_stacklevel, warn_unless_ignored
 
 
 def _caller() -> None:
@@ -64,3 +65,14 @@ def test_an_earlier_filter_wins_over_a_later_ignore():
         warnings.filterwarnings("always", message="every call")
         _caller()
     assert len(caught) == 1
+
+
+def test_default_points_at_the_first_frame_outside_hookgrad():
+    """stacklevel=None: this test is outside hookgrad, so the warning points at the line that
+    calls warn_unless_ignored; user_stacklevel counts no frame of this file."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        expected = sys._getframe().f_lineno + 1
+        warn_unless_ignored("from the user's line", UserWarning)
+    assert (caught[0].filename, caught[0].lineno) == (__file__, expected)
+    assert user_stacklevel() == 1

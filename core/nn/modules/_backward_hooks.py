@@ -227,7 +227,7 @@ class BackwardHook:
         )
 
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
-        warn_unless_ignored(_NO_INPUT_GRAD_WARNING, UserWarning, stacklevel=2)
+        warn_unless_ignored(_NO_INPUT_GRAD_WARNING, UserWarning)  # at the backward() call
         grad_inputs = (None,) * self.n_inputs
         for hook in self.user_hooks:
             result = hook(self.module, grad_inputs, grad_outputs)
