@@ -57,11 +57,10 @@ class GlobalHookTable(SnapshotHookDict):
         The plugin bridge does this on every module call, so it skips what cannot change (the
         keys, hence every flag). A key whose hook was removed stays removed.
         """
-        if key not in self:
-            return
-        dict.__setitem__(self, key, hook)
-        super()._changed()  # this table's snapshot only; the owner's flags stay as they are
-        self._owner.backward_lists = None
+        if key in self:
+            dict.__setitem__(self, key, hook)
+            self.hooks = tuple(self.values())  # the snapshot; the owner's flags stay as they are
+            self._owner.backward_lists = None
 
 
 class _GlobalHooks:
