@@ -283,3 +283,21 @@ def test_hook_on_unused_output_of_multi_output_op_gets_none(lib):
     a.sum().backward()
     assert seen == [None]
     assert x.grad.tolist() == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_linear_parameters_accumulate_before_its_full_hook_and_input(lib):
+    """T-18 through a Linear with a full backward hook: bias then weight (their hooks, then
+    their accumulation) before the module's full hook sees grad_input, then the input."""
+    seen = []
+    lin = lib.nn.Linear(2, 1)
+    lin.weight.register_hook(lambda g: seen.append("weight"))
+    lin.bias.register_hook(lambda g: seen.append("bias"))
+    lin.weight.register_post_accumulate_grad_hook(lambda p: seen.append("weight acc"))
+    lin.bias.register_post_accumulate_grad_hook(lambda p: seen.append("bias acc"))
+    lin.register_full_backward_hook(
+        lambda m, gi, go: seen.append(("full", m.weight.grad is not None, m.bias.grad is not None))
+    )
+    x = lib.ones(1, 2, requires_grad=True)
+    x.register_hook(lambda g: seen.append("x"))
+    (lin(x * 2) * 3).sum().backward()
+    assert seen == ["bias", "bias acc", "weight", "weight acc", ("full", True, True), "x"]
