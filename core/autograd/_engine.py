@@ -223,10 +223,14 @@ def _accumulate_leaf(task: _GraphTask, leaf: AccumulateGrad, grad: np.ndarray | 
     """Run a leaf's node as the main loop would: its tensor hooks, then accumulation."""
     hooks = leaf._hooks
     if hooks is not None:
-        # run_pre_hooks' own shortcut, a frame less: every hooked parameter comes this way.
+        # run_pre_hooks' own shortcut with run_tensor_hooks inlined, two frames less: every
+        # hooked parameter comes this way (a no-op hook per parameter: -0.5% a step).
         tensor_pre = hooks.tensor_pre
         if tensor_pre and not hooks.retains_grad and not hooks.pre:
-            grad = _hook_calls.run_tensor_hooks(tensor_pre[0].hooks, grad)
+            for hook in tensor_pre[0].hooks:
+                result = hook(None if grad is None else _wrap(grad))
+                if result is not None:
+                    grad = _hook_calls._checked_replacement(hook, result, grad)
         else:
             grad = _hook_calls.run_pre_hooks(leaf, hooks, [grad])[0]
     _accumulate(task, leaf.variable, grad)
