@@ -281,7 +281,10 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     if g.complex or module._hooks_complex:
         if g.backward_only and not module._hooks_maybe:  # global full/pre hooks, nothing else
             full, _, pre = g.backward_lists or g.build_backward_lists()
-            return _backward_hooked_call(module, args, kwargs, full, pre)
+            bw_hook = BackwardHook(module, full, pre)  # _backward_hooked_call, a frame less
+            return bw_hook.setup_output_hook(
+                module.forward(*bw_hook.setup_input_hook(args), **kwargs)
+            )
         return _call_general(module, args, kwargs)
     hooked = False
     table, local = g.forward_pre.hooks, module._forward_pre_hooks
