@@ -169,8 +169,9 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
         if not retain and node._saved_fields:  # nothing saved, nothing to free or to misuse
             node._release()
         while True:
-            # A hook-free pass-through child this node alone made ready, and its gradient.
-            pending = None
+            # A hook-free pass-through child this node alone made ready (``after``), fed at
+            # ``after_nr`` with ``after_grad``.
+            after = None
             for edge, grad in zip(node._next, outputs):
                 if edge is None:
                     continue
@@ -187,12 +188,12 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
                         _accumulate_leaf(task, child, grad)
                         continue
                     if (
-                        pending is None
+                        after is None
                         and child._plain_identity
                         and child._hooks is None
                         and child not in buffers
                     ):
-                        pending = (child, nr, grad)
+                        after, after_nr, after_grad = child, nr, grad
                         continue
                 buffer = buffers.get(child)
                 if buffer is None:
@@ -203,19 +204,21 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
                 if remaining == 0:
                     counter += 1
                     heappush(ready, (-child._seq, counter, child))
-            if pending is None:
+            if after is None:
                 break
             # E.g. a Linear's input wrapper, just after the Linear's leaves: the next node run
             # unless a ready one outranks it.
-            child, nr, grad = pending
-            grads = [None] * child._n_out
-            grads[nr] = grad
-            if ready and ready[0][0] < -child._seq:
-                buffers[child] = grads
+            if after._n_out == 1:
+                grads = [after_grad]
+            else:
+                grads = [None] * after._n_out
+                grads[after_nr] = after_grad
+            if ready and ready[0][0] < -after._seq:
+                buffers[after] = grads
                 counter += 1
-                heappush(ready, (-child._seq, counter, child))
+                heappush(ready, (-after._seq, counter, after))
                 break
-            node = child
+            node = after
             outputs = node.backward_multi(grads)
 
 
