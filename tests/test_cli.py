@@ -243,7 +243,7 @@ def test_config_check_typo_key_exits_2_with_did_you_mean(catalog: PluginCatalog)
     assert result.stdout == ""
     assert result.stderr == (
         "Error: run.toml: unknown key 'jsnol' in [events]; did you mean 'jsonl'? "
-        "valid keys: jsonl, memory\n"
+        "valid keys: jsonl, durability, memory\n"
     )
 
 
@@ -306,6 +306,7 @@ def test_config_show_gives_each_value_its_layer(monkeypatch: pytest.MonkeyPatch)
         ["plugins.scaler.factor", "0.5", "file", "hookgrad.toml"],
         ["plugins.steps.enabled", "True", "env", "HOOKGRAD_PLUGINS"],
         ["events.jsonl", "None", "default"],
+        ["events.durability", "'step'", "default"],
         ["events.memory", "False", "default"],
         ["log_level", "'info'", "file", "hookgrad.toml"],
     ]

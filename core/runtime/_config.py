@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._errors import ConfigError, Loc, Origin, validate_model
+from ._logfile import Durability, refusal
 
 __all__ = [
     "EventsConfig",
@@ -64,8 +65,12 @@ class EventsConfig(BaseModel):
         extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True
     )
 
-    jsonl: str | None = None
+    jsonl: str | None = Field(default=None, min_length=1)
     """Path of a JSON-lines event log (appended to); None writes no file."""
+
+    durability: Durability = "step"
+    """When the log reaches the OS: at the end of every step ("step"), the same plus fsync
+    ("fsync"), or in 64 KiB pieces ("buffered")."""
 
     memory: bool = False
     """Keep event records in memory (for tests and notebooks)."""
@@ -142,6 +147,37 @@ class LoadedConfig:
         """
         table = self.config.plugins.get(name, {})
         return validate_model(config_model, table, self._origin, ("plugins", name))
+
+    def event_log_path(self, base: Path) -> Path | None:
+        """Where ``events.jsonl`` writes (``~`` expanded, relative to ``base``), if anywhere.
+
+        Raises ConfigError naming the key and the layer that set it when hookgrad would not
+        write there (:func:`~hookgrad.runtime._logfile.refusal`: a folder, a file that is not a
+        hookgrad log, a place it may not write to). Nothing is created or opened for writing.
+        """
+        value = self.config.events.jsonl
+        if value is None:
+            return None
+        path = base / Path(value).expanduser()
+        try:
+            reason = refusal(path)
+        except OSError as error:
+            reason = f"it cannot be read ({error.strerror or error})"
+        if reason is not None:
+            raise self.event_log_error(path, reason)
+        return path
+
+    def event_log_error(self, path: Path, reason: str) -> ConfigError:
+        """The ConfigError for an ``events.jsonl`` path hookgrad cannot write its log to."""
+        origin = self._origin(("events", "jsonl"))
+        key = ".".join((*origin.prefix, "events", "jsonl"))
+        return ConfigError(
+            f"{origin.where}: {key} = {self.config.events.jsonl!r} ({str(path)!r}): {reason}; "
+            "hookgrad will not write its event log there",
+            path=origin.path,
+            table="events",
+            key="jsonl",
+        )
 
     def _origin(self, loc: Loc) -> Origin:
         return _origin_at(self._provenance, loc)

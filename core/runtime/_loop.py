@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol, TypeAlias
 
 import pluggy
@@ -81,11 +81,13 @@ class LoopHooks:
         bridge: HookBridge,
         *,
         on_error_log: OnErrorLog | None = None,
+        on_step_end: Callable[[], None] | None = None,
     ) -> None:
         self.pm = pm
         self.configs = configs
         self.bridge = bridge
         self.on_error_log = on_error_log
+        self.on_step_end = on_step_end
         self._attached = False
         self._listeners: dict[str, tuple[_Listener, ...]] = dict.fromkeys(LOOP_HOOKS, ())
         self._handles: dict[str, _Removable] = {}
@@ -215,7 +217,8 @@ class LoopHooks:
         self._after_step(optimizer, vetoed_by=None)
 
     def _after_step(self, optimizer: Any, vetoed_by: str | None) -> None:
-        """Fire ``hookgrad_optimizer_step_post``, then advance the step counter."""
+        """Fire ``hookgrad_optimizer_step_post``, advance the step counter, end the step
+        (``on_step_end``: the runtime flushes its sinks there, so a completed step is on disk)."""
         listeners = self._listeners[STEP_POST]
         in_step, self._in_step = self._in_step, None
         if listeners:
@@ -237,6 +240,8 @@ class LoopHooks:
                 self._call(listener, event)
         self.bridge.step += 1
         self._end_spotting()
+        if self.on_step_end is not None:
+            self.on_step_end()
 
     def watch(self, module: Any) -> None:
         """Name parameters of ``module`` (and its submodules) relative to it (held weakly).

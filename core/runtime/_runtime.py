@@ -39,7 +39,7 @@ from structlog.typing import FilteringBoundLogger
 
 from ..hookspecs import PROJECT_NAME, PluginConfig, PluginRecord, call_order, specs
 from ._bridge import HookBridge
-from ._config import EventsConfig, LoadedConfig, load_config, validate_plugin_table
+from ._config import LoadedConfig, load_config, validate_plugin_table
 from ._discovery import (
     LoadedPlugin,
     PluginCatalog,
@@ -48,13 +48,19 @@ from ._discovery import (
     load_class_path,
 )
 from ._errors import ConfigError, validate_model
+from ._logfile import LogFileError
 from ._logging import make_logger
 from ._loop import LoopHooks
 from ._sinks import JsonLinesSink, MemorySink, SinkSet
 
-__all__ = ["Runtime", "configure"]
+__all__ = ["EventLogPathWarning", "Runtime", "configure"]
 
 Source = str | os.PathLike[str] | Mapping[str, Any] | None
+
+
+class EventLogPathWarning(UserWarning):
+    """A relative ``events.jsonl`` leads outside the folder the runtime works in (``../x``);
+    the message says where the log goes."""
 
 
 class Runtime:
@@ -94,11 +100,17 @@ class Runtime:
             config = self._config.plugin_config(name, model)
             self._add(name, loaded.create(config), config)
         base = Path.cwd() if cwd is None else Path(cwd)
-        self._sinks, self._memory = _build_sinks(self._config.config.events, base)
+        self._sinks, self._memory = _build_sinks(self._config, base)
         self._log: FilteringBoundLogger = make_logger(self._config.config.log_level, self._sinks)
         self._bridge = HookBridge(self._pm, self._configs, on_error_log=self._log_plugin_error)
         self._loop = LoopHooks(
-            self._pm, self._configs, self._bridge, on_error_log=self._log_plugin_error
+            self._pm,
+            self._configs,
+            self._bridge,
+            on_error_log=self._log_plugin_error,
+            on_step_end=None
+            if self._config.config.events.durability == "buffered"
+            else self._sinks.flush,
         )
         self._state = "built"  # -> "started" -> "closed"
         self._configured: set[str] = set()
@@ -391,15 +403,32 @@ def _settings_of(
     return validate_plugin_table(name, config, model)
 
 
-def _build_sinks(events: EventsConfig, base: Path) -> tuple[SinkSet, MemorySink | None]:
+def _build_sinks(loaded: LoadedConfig, base: Path) -> tuple[SinkSet, MemorySink | None]:
+    """The sinks ``[events]`` asks for; ConfigError if the log cannot be written where asked."""
+    events = loaded.config.events
     sinks = SinkSet()
     memory = None
-    if events.jsonl is not None:
-        sinks.add(JsonLinesSink(base / events.jsonl))
+    path = loaded.event_log_path(base)
+    if path is not None:
+        if not Path(events.jsonl or "").expanduser().is_absolute() and not _inside(path, base):
+            warnings.warn(
+                f"the event log goes to {str(path.resolve())!r}, outside {str(base.resolve())!r}",
+                EventLogPathWarning,
+                stacklevel=4,
+            )
+        try:
+            sinks.add(JsonLinesSink(path, durability=events.durability))
+        except (OSError, LogFileError) as error:
+            reason = error.strerror if isinstance(error, OSError) else str(error)
+            raise loaded.event_log_error(path, reason or repr(error)) from error
     if events.memory:
         memory = MemorySink()
         sinks.add(memory)
     return sinks, memory
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
 
 
 def _active_plugins(loaded: LoadedConfig, catalog: PluginCatalog) -> list[LoadedPlugin]:

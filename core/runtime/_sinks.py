@@ -1,25 +1,29 @@
 """Event sinks: where event and log records go (a JSON-lines file, memory, several at once).
 
 A record is a JSON-safe mapping (``event.summary()`` plus a few fields, or a log entry). The
-JSON-lines file is buffered but loses nothing a Python process could still write: it is flushed
-on ``close()``, at interpreter exit (an uncaught exception included) and right after any record
-whose ``"level"`` is ``"error"`` or ``"critical"``, so a hard crash after an error keeps it.
+JSON-lines file keeps every completed step through a crash: the runtime flushes the sinks when a
+step ends, and the file itself (:mod:`._logfile`) writes whole lines only. It is also flushed on
+``close()``, at interpreter exit (an uncaught exception included) and right after any record
+whose ``"level"`` is ``"error"`` or ``"critical"``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["EventSink", "JsonLinesSink", "MemorySink", "SinkSet", "SinkWarning"]
+from ._logfile import Durability, LogFile
+
+__all__ = ["EventSink", "JsonLinesSink", "MemorySink", "SinkSet", "SinkWarning", "encode_record"]
 
 _FLUSH_LEVELS: Final = ("error", "critical")
 _JSON_LEAVES: Final = (str, int, float, bool, type(None))
@@ -68,38 +72,41 @@ class JsonLinesSink:
     """Appends each record to ``path`` as one JSON object per line (UTF-8, compact).
 
     numpy scalars and arrays become numbers and lists; any other non-JSON value raises
-    TypeError naming its key, and nothing of that record is written. Floats that are not
-    finite are written as ``NaN`` / ``Infinity``, which Python's ``json`` reads back. The
-    parent folder is created. The file is opened here and closed by ``close()``, by garbage
-    collection of the sink or at interpreter exit, whichever comes first.
+    TypeError naming its key, and nothing of that record is written. Every line is RFC 8259
+    JSON: a float that is not finite is written as the string ``"NaN"``, ``"Infinity"`` or
+    ``"-Infinity"`` (as protobuf's JSON mapping does); :func:`hookgrad.runtime.read_events`
+    reads them back as floats. The parent folder is created; an existing file is appended to
+    only if it is a hookgrad log (LogFileError otherwise).
+
+    Records wait as whole lines until :meth:`flush`, which the runtime calls when each step
+    ends (``durability``: see :mod:`hookgrad.runtime._logfile`); a record whose ``"level"`` is
+    ``"error"`` or ``"critical"`` is written at once, with everything before it. Lines are
+    appended whole, so threads, runtimes and processes may share one file. The file is closed
+    by ``close()``, by garbage collection of the sink or at interpreter exit, whichever comes
+    first, and flushed then.
     """
 
-    __slots__ = ("__weakref__", "_file", "_finalizer", "path")
+    __slots__ = ("__weakref__", "_file", "_finalizer")
 
-    def __init__(self, path: str | os.PathLike[str], *, buffer_size: int = 1 << 16) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] = self.path.open(
-            "a", encoding="utf-8", newline="\n", buffering=buffer_size
-        )
+    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "step") -> None:
+        self._file = LogFile(Path(path), durability)
         # finalize holds the file, not the sink: no cycle keeps the sink alive, and the file
         # is still closed (flushed) at exit. Calling it in close() unregisters it.
         self._finalizer = weakref.finalize(self, self._file.close)
 
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
     def write(self, record: Mapping[str, Any]) -> None:
-        if self._file.closed:
-            raise ValueError(f"{self!r} is closed")
         try:
-            line = _ENCODER.encode(record if isinstance(record, dict) else dict(record))
-        except TypeError:
-            raise TypeError(f"{self!r}: {_unserializable(record)}") from None
-        self._file.write(line + "\n")
-        if record.get("level") in _FLUSH_LEVELS:
-            self._file.flush()
+            line = encode_record(record)
+        except TypeError as error:
+            raise TypeError(f"{self!r}: {error}") from None
+        self._file.append(line + "\n", urgent=record.get("level") in _FLUSH_LEVELS)
 
     def flush(self) -> None:
-        if not self._file.closed:
-            self._file.flush()
+        self._file.flush()
 
     def close(self) -> None:
         self._finalizer()
@@ -123,6 +130,40 @@ class JsonLinesSink:
         return f"JsonLinesSink({str(self.path)!r})"
 
 
+def encode_record(record: Mapping[str, Any]) -> str:
+    """``record`` as one line of compact RFC 8259 JSON (non-finite floats as strings).
+
+    Raises TypeError naming the first key whose value JSON cannot take.
+    """
+    data = record if isinstance(record, dict) else dict(record)
+    try:
+        try:
+            return _ENCODER.encode(data)
+        except ValueError as error:
+            if not str(error).startswith("Out of range float"):
+                raise
+            # A float that is not finite: rare, so the walk is paid only then.
+            return _ENCODER.encode(_finite_json(data))
+    except TypeError:
+        raise TypeError(_unserializable(record)) from None
+
+
+def _finite_json(value: Any) -> Any:
+    """``value`` with every non-finite float (numpy's included) replaced by its string."""
+    if isinstance(value, float | np.floating):
+        return value if math.isfinite(value) else _NON_FINITE[str(float(value))]
+    if isinstance(value, Mapping):
+        return {key: _finite_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_json(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return _finite_json(value.tolist())
+    return value
+
+
+_NON_FINITE: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
 def _to_json(obj: Any) -> Any:
     """``json`` default: numpy scalars and arrays to Python numbers and lists."""
     if isinstance(obj, np.ndarray):
@@ -134,7 +175,9 @@ def _to_json(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_to_json)
+_ENCODER: Final = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), default=_to_json, allow_nan=False
+)
 
 
 def _unserializable(record: Mapping[str, Any]) -> str:

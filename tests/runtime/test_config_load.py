@@ -38,7 +38,7 @@ def test_nothing_found_gives_the_defaults(tmp_path: Path) -> None:
         "strict": False,
         "disable": [],
         "plugins": {},
-        "events": {"jsonl": None, "memory": False},
+        "events": {"jsonl": None, "durability": "step", "memory": False},
         "log_level": "warning",
     }
 
@@ -203,6 +203,7 @@ def test_file_then_environment_then_code_with_provenance(
         ("plugins.clip.max_norm", 2.0, "code"),
         ("plugins.guard.enabled", True, plugins_env),
         ("events.jsonl", "events.jsonl", file),
+        ("events.durability", "step", "default"),
         ("events.memory", False, "default"),
         ("log_level", "debug", "code"),
     ]

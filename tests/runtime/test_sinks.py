@@ -77,7 +77,7 @@ def test_memory_sink_keeps_copies_until_cleared() -> None:
 
 
 def test_jsonl_writes_one_object_per_line_with_numpy_values(tmp_path: Path) -> None:
-    """Each record is a line; numpy scalars become numbers, arrays lists, NaN stays NaN."""
+    """Each record is a line; numpy scalars become numbers, arrays lists, NaN the string "NaN"."""
     path = tmp_path / "runs" / "a" / "events.jsonl"
     with JsonLinesSink(path) as sink:
         sink.write({"event": "forward", "norm": np.float32(1.5), "shape": (2, 3)})
@@ -87,7 +87,7 @@ def test_jsonl_writes_one_object_per_line_with_numpy_values(tmp_path: Path) -> N
     first, second = read_lines(path)
     assert first == {"event": "forward", "norm": 1.5, "shape": [2, 3]}
     assert second["values"] == [0, 1, 2] and second["ok"] is True
-    assert np.isnan(second["x"])
+    assert second["x"] == "NaN"
     assert type(first["norm"]) is float
 
 
@@ -96,8 +96,8 @@ def test_jsonl_appends_to_an_existing_file(tmp_path: Path) -> None:
     path = tmp_path / "e.jsonl"
     for run in (1, 2):
         with JsonLinesSink(path) as sink:
-            sink.write({"run": run})
-    assert read_lines(path) == [{"run": 1}, {"run": 2}]
+            sink.write({"step": 0, "run": run})
+    assert read_lines(path) == [{"step": 0, "run": 1}, {"step": 0, "run": 2}]
 
 
 def test_jsonl_is_buffered_until_flush(tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_jsonl_close_flushes_once_and_refuses_writes(tmp_path: Path) -> None:
     sink.flush()
     assert sink.closed
     assert read_lines(path) == [{"step": 1}]
-    with pytest.raises(ValueError, match=r"JsonLinesSink\(.*e\.jsonl'\) is closed"):
+    with pytest.raises(ValueError, match=r"event log .*e\.jsonl. is closed"):
         sink.write({"step": 2})
 
 
