@@ -54,6 +54,13 @@ runtime's sinks as `{{"plugin": "event_log", "kind": "event", "hook": ..., **eve
 a plugin's own reports are [`PluginRecord`](#pluginrecord)s. `step` is the runtime's training
 step counter: it advances after each optimizer step, taken or vetoed, so every event of one
 iteration carries the same `step`.
+
+Every line the JSON-lines sink writes is standard JSON (RFC 8259), which any JSON parser reads.
+NaN and infinities, exactly the values a gradient log must keep, are written as the strings
+`"NaN"`, `"Infinity"` and `"-Infinity"` wherever a number stands (the convention of protobuf's
+JSON mapping), in a record's own fields, in `data` and in tensor summaries alike. In Python,
+`hookgrad.runtime.read_events(path)` yields the records with those strings turned back into
+floats; elsewhere, map the three strings back where a field holds numbers.
 """
 
 
