@@ -1,0 +1,62 @@
+"""The engines the runtime can drive, behind one interface (:class:`Engine`).
+
+An adapter is built only for an engine already imported (the rule einops follows): hookgrad
+never imports torch on its own. :func:`engine_named` builds the one a config asks for by name,
+importing torch then, since asking for it is explicit.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Final
+
+from ._protocol import BackwardBegin, BackwardEnd, Engine, Removable, StepGate, StepPost
+
+__all__ = [
+    "ENGINE_NAMES",
+    "BackwardBegin",
+    "BackwardEnd",
+    "Engine",
+    "Removable",
+    "StepGate",
+    "StepPost",
+    "available_engines",
+    "engine_named",
+]
+
+ENGINE_NAMES: Final = ("hookgrad", "torch")
+"""Every engine name, the values of the ``engine`` config key besides ``"auto"``."""
+
+_BUILT: dict[str, Engine] = {}
+
+
+def engine_named(name: str) -> Engine:
+    """The adapter of engine ``name`` (one of ENGINE_NAMES), built once.
+
+    Raises:
+        ValueError: an unknown name.
+        ImportError: ``"torch"`` when torch is not installed (``pip install 'hookgrad[torch]'``).
+    """
+    engine = _BUILT.get(name)
+    if engine is None:
+        engine = _BUILT[name] = _build(name)
+    return engine
+
+
+def available_engines() -> list[Engine]:
+    """The numpy engine, and torch's adapter if torch is already imported (``engine = "auto"``)."""
+    return [
+        engine_named(name) for name in ENGINE_NAMES if name != "torch" or "torch" in sys.modules
+    ]
+
+
+def _build(name: str) -> Engine:
+    if name == "hookgrad":
+        from .numpy import NumpyEngine
+
+        return NumpyEngine()
+    if name == "torch":
+        from .torch import TorchEngine
+
+        return TorchEngine()
+    raise ValueError(f"unknown engine {name!r}; engines: {', '.join(ENGINE_NAMES)}")

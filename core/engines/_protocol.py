@@ -1,0 +1,71 @@
+"""The engine interface: what the runtime needs from an autograd engine, and nothing more.
+
+hookgrad's runtime drives models of more than one engine: its own numpy engine and PyTorch.
+Both offer the same torch-style tensor, module and optimizer API, so most of what the runtime
+and the plugins do needs no interface at all. What differs sits here, one adapter per engine
+(:mod:`hookgrad.engines.numpy`, :mod:`hookgrad.engines.torch`): the training-loop points torch
+has no public hook for (an observer around ``backward``, a gate that can veto an optimizer
+step) and, as the work to move the runtime onto this interface goes on, the module hooks and
+the few numeric kernels the plugins share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+__all__ = ["BackwardBegin", "BackwardEnd", "Engine", "Removable", "StepGate", "StepPost"]
+
+BackwardBegin: TypeAlias = Callable[[Any, Any], Any]
+"""``begin(root, seed) -> replacement seed or None``: before the walk, once per root."""
+
+BackwardEnd: TypeAlias = Callable[[Any], None]
+"""``end(root)``: after the walk, once every ``.grad`` is final (DDP's averaging included)."""
+
+StepGate: TypeAlias = Callable[[Any], bool]
+"""``gate(optimizer) -> bool``: False vetoes that step."""
+
+StepPost: TypeAlias = Callable[[Any], None]
+"""``hook(optimizer)``: after each step taken (not after a vetoed one)."""
+
+
+class Removable(Protocol):
+    """A registration that can be undone (a hook handle)."""
+
+    def remove(self) -> None: ...
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """One autograd engine as the runtime sees it."""
+
+    @property
+    def name(self) -> str:
+        """``"hookgrad"`` or ``"torch"``: the value of the ``engine`` config key."""
+        ...
+
+    def owns(self, value: object) -> bool:
+        """Whether ``value`` is a tensor of this engine."""
+        ...
+
+    def observe_backward(self, begin: BackwardBegin | None, end: BackwardEnd | None) -> Removable:
+        """Call ``begin`` before and ``end`` after every outermost ``backward`` of the process.
+
+        ``begin(root, seed)`` runs once per root, in order, before the graph walk; ``seed`` is
+        the gradient the caller passed, or None for a scalar root's implicit one, and a non-None
+        return replaces it. ``end(root)`` runs once per root after the walk, when every
+        ``.grad`` is final, and only if the walk did not raise. ``autograd.grad`` notifies
+        nobody: it accumulates nothing.
+        """
+        ...
+
+    def gate_optimizer_steps(self, gate: StepGate) -> Removable:
+        """Ask ``gate(optimizer)`` before every optimizer step of the process, ahead of the
+        step hooks registered with the engine; False makes the step change no parameter and no
+        optimizer state, and evaluate no closure."""
+        ...
+
+    def on_optimizer_step_post(self, hook: StepPost) -> Removable:
+        """Call ``hook(optimizer)`` after every optimizer step taken, after the step's own post
+        hooks (the engine's global post hooks run last)."""
+        ...

@@ -1,0 +1,39 @@
+"""PyTorch's adapter: the runtime's engine interface on torch models (the only code importing torch).
+
+Module, tensor and optimizer API are torch's own, which hookgrad mirrors; what torch lacks a
+public hook for is built here: the backward observer (:mod:`._backward`) and the optimizer step
+gate (:mod:`._steps`). Every reliance on torch's private state sits in :mod:`._private`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import torch
+
+from .._protocol import BackwardBegin, BackwardEnd, Removable, StepGate, StepPost
+from ._backward import observe_backward
+from ._steps import gate_optimizer_steps, on_optimizer_step_post
+
+__all__ = ["TorchEngine"]
+
+
+class TorchEngine:
+    """PyTorch (CPU, CUDA, DistributedDataParallel) as an engine of the runtime."""
+
+    name: Final = "torch"
+
+    def owns(self, value: object) -> bool:
+        return isinstance(value, torch.Tensor)
+
+    def observe_backward(self, begin: BackwardBegin | None, end: BackwardEnd | None) -> Removable:
+        return observe_backward(begin, end)
+
+    def gate_optimizer_steps(self, gate: StepGate) -> Removable:
+        return gate_optimizer_steps(gate)
+
+    def on_optimizer_step_post(self, hook: StepPost) -> Removable:
+        return on_optimizer_step_post(hook)
+
+    def __repr__(self) -> str:
+        return f"TorchEngine(torch {torch.__version__})"

@@ -1,0 +1,75 @@
+"""Every use of PyTorch's private or unstable state by hookgrad, in one place.
+
+torch offers no public way to observe every ``backward`` or to veto an optimizer step, so the
+adapter leans on a few implementation details of torch 2.13. Each is named here, and
+``tests/engines/test_torch_private.py`` checks each one, so a torch release that changes it
+fails there, loudly, before it can make the runtime silently wrong.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.autograd
+from torch.optim import optimizer as _optimizer
+
+__all__ = [
+    "autograd_backward",
+    "graph_task_id",
+    "move_to_front",
+    "set_autograd_backward",
+    "step_stand_in",
+]
+
+
+def autograd_backward() -> Callable[..., Any]:
+    """The function ``torch.autograd.backward`` is now.
+
+    Relies on ``Tensor.backward`` looking ``torch.autograd.backward`` up at each call
+    (torch/_tensor.py), so that replacing the module attribute covers ``loss.backward()`` too.
+    """
+    return torch.autograd.backward
+
+
+def set_autograd_backward(function: Callable[..., Any]) -> None:
+    """Make ``function`` the ``torch.autograd.backward`` every caller reaches."""
+    torch.autograd.backward = function
+
+
+def graph_task_id() -> int:
+    """-1 outside a backward pass; the running graph task's id inside one (a nested
+    ``backward`` call made by reentrant checkpointing sees a value other than -1)."""
+    return int(torch._C._current_graph_task_id())
+
+
+def move_to_front(handle: Any) -> None:
+    """Make the global optimizer step pre-hook of ``handle`` run before every other one.
+
+    torch keeps global step pre-hooks in ``torch.optim.optimizer._global_optimizer_pre_hooks``,
+    an OrderedDict keyed by handle id, run in order before each optimizer's own pre-hooks.
+    """
+    hooks = _optimizer._global_optimizer_pre_hooks
+    if not isinstance(hooks, OrderedDict):
+        raise RuntimeError(
+            "torch.optim.optimizer._global_optimizer_pre_hooks is no longer an OrderedDict: "
+            f"this torch ({torch.__version__}) is not supported by hookgrad's step gate"
+        )
+    hooks.move_to_end(handle.id, last=False)
+
+
+def step_stand_in(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+    """A shallow copy of ``optimizer`` that owns no parameter and no state.
+
+    Passed as ``self`` to the optimizer's step function, it makes that step a no-op for every
+    optimizer that reads its parameters from ``self.param_groups`` (all of ``torch.optim``
+    does): the groups keep their options but hold no parameter, and ``state`` is a new empty
+    one, so the real optimizer's parameters and state are untouched.
+    """
+    stand_in = object.__new__(type(optimizer))
+    stand_in.__dict__.update(optimizer.__dict__)  # not copy.copy: __setstate__ resets hooks
+    stand_in.param_groups = [{**group, "params": []} for group in optimizer.param_groups]
+    stand_in.state = defaultdict(dict)
+    return stand_in

@@ -1,0 +1,83 @@
+"""Canaries: each torch 2.13 implementation detail that hookgrad.engines.torch._private uses.
+
+A torch release that changes one of them fails here, naming it, instead of making the runtime
+silently wrong on torch models.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hookgrad.engines.torch import _private  # noqa: E402
+
+
+def test_tensor_backward_looks_up_torch_autograd_backward_at_each_call() -> None:
+    """Replacing torch.autograd.backward is seen by loss.backward()."""
+    original = _private.autograd_backward()
+    calls: list[Any] = []
+
+    def spy(*args: Any, **kwargs: Any) -> None:
+        calls.append(args[0])
+        original(*args, **kwargs)
+
+    _private.set_autograd_backward(spy)
+    try:
+        loss = (torch.ones(2, requires_grad=True) * 2).sum()
+        loss.backward()
+    finally:
+        _private.set_autograd_backward(original)
+    assert len(calls) == 1 and calls[0] is loss
+    assert torch.autograd.backward is original
+
+
+def test_graph_task_id_tells_inside_from_outside_a_backward() -> None:
+    """-1 outside any backward, another value in a hook running during one."""
+    inside: list[int] = []
+    x = torch.ones(2, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: inside.append(_private.graph_task_id()))
+    y.sum().backward()
+    assert _private.graph_task_id() == -1
+    assert inside and inside[0] != -1
+
+
+def test_global_step_pre_hooks_are_an_ordered_dict_keyed_by_handle_id() -> None:
+    """move_to_front puts a later-registered global pre-hook first."""
+    from torch.optim import optimizer as module
+
+    order: list[str] = []
+    first = module.register_optimizer_step_pre_hook(lambda *a: order.append("first"))
+    second = module.register_optimizer_step_pre_hook(lambda *a: order.append("second"))
+    try:
+        assert isinstance(module._global_optimizer_pre_hooks, OrderedDict)
+        assert second.id in module._global_optimizer_pre_hooks
+        _private.move_to_front(second)
+        param = torch.nn.Parameter(torch.ones(1))
+        param.grad = torch.ones(1)
+        torch.optim.SGD([param], lr=0.1).step()
+    finally:
+        first.remove()
+        second.remove()
+    assert order == ["second", "first"]
+
+
+@pytest.mark.parametrize("kind", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+def test_a_step_on_the_stand_in_changes_nothing(kind: str) -> None:
+    """The optimizer's own step function run with the stand-in as self updates nothing."""
+    param = torch.nn.Parameter(torch.arange(3.0))
+    param.grad = torch.ones(3)
+    optimizer = getattr(torch.optim, kind)([param], lr=0.1)
+    optimizer.step()
+    state = {k: v.clone() if torch.is_tensor(v) else v for k, v in optimizer.state[param].items()}
+    weights = param.detach().clone()
+    stand_in = _private.step_stand_in(optimizer)
+    type(optimizer).step(stand_in)
+    assert torch.equal(param, weights)
+    for key, value in optimizer.state[param].items():
+        assert torch.equal(torch.as_tensor(value), torch.as_tensor(state[key])), key
+    assert stand_in.param_groups[0]["lr"] == 0.1 and optimizer.param_groups[0]["params"] == [param]
