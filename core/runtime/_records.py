@@ -117,7 +117,7 @@ def _record(raw: bytes) -> dict[str, Any]:
         byte = f"0x{raw[error.start]:02x}"
         raise _Unreadable(f"not UTF-8 (byte {byte} at offset {error.start})") from None
     try:
-        record = json.loads(text, object_hook=_numbers_back)
+        record = _decoder(raw).decode(text)
     except json.JSONDecodeError as error:
         raise _Unreadable(f"not JSON ({error.msg}: column {error.colno})") from None
     except ValueError as error:  # e.g. an integer with more digits than Python converts
@@ -127,6 +127,17 @@ def _record(raw: bytes) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise _Unreadable(f"not a JSON object but {_json_type(record)}")
     return record
+
+
+def _decoder(raw: bytes) -> json.JSONDecoder:
+    """The decoder for ``raw``: one that turns strings back into floats only if it may hold one.
+
+    Most lines hold none; the object hook costs as much as the parsing, so it runs only on
+    lines with ``NaN``, ``Infinity`` or a ``\\u`` escape (which could spell either).
+    """
+    if b"NaN" in raw or b"Infinity" in raw or b"\\u" in raw:
+        return _WITH_NONFINITE
+    return _PLAIN
 
 
 def _numbers_back(obj: dict[str, Any]) -> dict[str, Any]:
@@ -143,6 +154,10 @@ def _number_back(value: Any) -> Any:
     if isinstance(value, list):
         return [_number_back(item) for item in value]
     return value
+
+
+_PLAIN: Final = json.JSONDecoder()
+_WITH_NONFINITE: Final = json.JSONDecoder(object_hook=_numbers_back)
 
 
 def _json_type(value: object) -> str:

@@ -49,6 +49,13 @@ def test_nonfinite_strings_and_bare_tokens_read_as_floats(tmp_path: Path) -> Non
         assert data["hi"] == math.inf and data["lo"] == [-math.inf, 1]
 
 
+def test_nonfinite_strings_spelled_with_escapes_read_as_floats(tmp_path: Path) -> None:
+    """'\\u004eaN' is the string 'NaN' too: the reader looks past JSON escapes."""
+    path = _log(tmp_path, '{"x": "\\u004eaN", "y": ["\\u0049nfinity"], "z": "\\u00e9"}\n')
+    [(_, record)] = read_events(path)
+    assert math.isnan(record["x"]) and record["y"] == [math.inf] and record["z"] == "\u00e9"
+
+
 def test_names_that_spell_nan_stay_names(tmp_path: Path) -> None:
     """Under a name key (module_name, param, reason, ...) 'NaN' is a string, not a float."""
     record = {
