@@ -166,7 +166,7 @@ def _model(record: Mapping[str, Any]) -> type[_Data] | None:
     return SkipStep if kind == "skip_step" else READS.get((plugin, kind))
 
 
-def checked(record: Mapping[str, Any]) -> Entry | None:
+def _checked(record: Mapping[str, Any]) -> Entry | None:
     """``record`` as an Entry if the report reads it, None if not; RecordError if it is wrong."""
     model = _model(record)
     if model is None:
@@ -205,7 +205,7 @@ def plugin_entries(records: Iterable[Mapping[str, Any]]) -> list[Entry]:
 
     Raises RecordError for a record it reads that holds a wrong value.
     """
-    return [entry for record in records if (entry := checked(record)) is not None]
+    return [entry for record in records if (entry := _checked(record)) is not None]
 
 
 class Log(NamedTuple):
@@ -227,7 +227,7 @@ def read_entries(path: str | os.PathLike[str], warn: Callable[[str], None]) -> L
     for number, record in read_events(path, warn):
         count += 1
         try:
-            entry = checked(record)
+            entry = _checked(record)
         except RecordError as error:
             raise LogFormatError(Path(path), number, str(error)) from None
         if entry is not None:

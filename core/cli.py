@@ -4,9 +4,9 @@
 and the ``PluginCatalog``; ``demo`` trains under a ``Runtime`` with the config's plugins, and
 ``report`` redraws a saved event log (:mod:`hookgrad._report`). What they take from the
 outside world sits in ``CliState``, click's context object, so tests pass a fake catalog as
-``obj``. A user error (a bad config, a bad option)
-prints one message naming the culprit and exits non-zero, never a traceback: 2 for a config
-hookgrad cannot use (as for a bad option), 1 for anything else.
+``obj``. A user error (a bad config, a bad option, a malformed event log) prints one message
+naming the culprit and exits non-zero, never a traceback: 2 for a config hookgrad cannot use
+(as for a bad option), 1 for anything else.
 
 ``import hookgrad`` does not import this module, nor click.
 """
