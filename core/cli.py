@@ -2,10 +2,11 @@
 
 ``plugins`` and ``config`` use the services that exist without a ``Runtime``: ``load_config``
 and the ``PluginCatalog``; ``demo`` trains under a ``Runtime`` with the config's plugins, and
-``report`` redraws a saved event log (:mod:`hookgrad._report`). What they take from the outside world sits in ``CliState``, click's context
-object, so tests pass a fake catalog as ``obj``. A user error (a bad config, a bad option)
-prints one message naming the culprit and exits non-zero, never a traceback: 2 for a config
-hookgrad cannot use (as for a bad option), 1 for anything else.
+``report`` redraws a saved event log (:mod:`hookgrad._report`). What they take from the
+outside world sits in ``CliState``, click's context object, so tests pass a fake catalog as
+``obj``. A user error (a bad config, a bad option, a malformed event log) prints one message
+naming the culprit and exits non-zero, never a traceback: 2 for a config hookgrad cannot use
+(as for a bad option), 1 for anything else.
 
 ``import hookgrad`` does not import this module, nor click.
 """
@@ -28,13 +29,15 @@ import pluggy
 import hookgrad
 
 from ._demo import MODELS, NanInjection, StepRecord, Task, final_line, make_task, run
-from ._report import findings, gradient_flow, read_events, render_svg
+from ._report import findings, gradient_flow, render_svg
+from ._report_records import Entry, RecordError, plugin_entries, read_entries
 from .hookspecs import PROJECT_NAME, specs
 from .runtime import (
     ENTRY_POINT_GROUP,
     ConfigError,
     LoadedConfig,
     LoadedPlugin,
+    LogFormatError,
     PluginCatalog,
     PluginLoadError,
     PluginSource,
@@ -418,10 +421,10 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def _write_picture(records: list[dict[str, object]], path: Path) -> None:
-    """The gradient-flow SVG of ``records`` at ``path``."""
+def _write_picture(entries: list[Entry], path: Path) -> None:
+    """The gradient-flow SVG of ``entries`` at ``path``."""
     try:
-        path.write_text(render_svg(gradient_flow(records)), encoding="utf-8", newline="\n")
+        path.write_text(render_svg(gradient_flow(entries)), encoding="utf-8", newline="\n")
     except OSError as error:
         raise click.ClickException(f"cannot write {path}: {error.strerror}") from None
 
@@ -429,16 +432,20 @@ def _write_picture(records: list[dict[str, object]], path: Path) -> None:
 def _after_run(runtime: Runtime | None, out: Path | None) -> None:
     """What the plugins found, the picture, and the files written."""
     records = runtime.memory.records if runtime is not None and runtime.memory else None
-    if records is not None:
-        for line in findings(records):
+    try:
+        entries = None if records is None else plugin_entries(records)
+    except RecordError as error:  # a third-party plugin's skip_step record, say
+        raise click.ClickException(f"cannot summarise the run: {error}") from None
+    if entries is not None:
+        for line in findings(entries):
             click.echo(line)
     if out is None:
-        if records is not None:
+        if entries is not None:
             click.echo("(--out DIR saves the event log, the gradient-flow picture and loss.csv)")
         return
     written = [out / LOSS_FILE]
-    if records is not None:
-        _write_picture(records, out / PICTURE_FILE)
+    if entries is not None:
+        _write_picture(entries, out / PICTURE_FILE)
         written = [out / EVENTS_FILE, out / PICTURE_FILE, *written]
     for path in written:
         click.echo(f"wrote {path}")
@@ -551,21 +558,22 @@ def demo(
 def report(events: Path, out: Path | None) -> None:
     """Redraw the per-layer table and the gradient-flow picture from a saved EVENTS.jsonl.
 
-    Lines that are not JSON objects are skipped with a warning naming the line.
+    A cut last line (a killed run) is skipped with a warning naming it; any other line that
+    is not a JSON object, or a record of the wrong shape, stops with an error naming the line.
     """
     from .plugins.grad_stats import per_layer_table  # a plugin module: imported when needed
 
     try:
-        records = read_events(
-            events, warn=lambda message: click.echo(f"warning: {message}", err=True)
-        )
+        log = read_entries(events, warn=lambda message: click.echo(f"warning: {message}", err=True))
+    except LogFormatError as error:
+        raise click.ClickException(str(error)) from None
     except OSError as error:
         raise click.ClickException(f"cannot read {events}: {error.strerror}") from None
-    if not records:
+    if not log.records:
         raise click.ClickException(f"{events}: no event records")
-    click.echo(per_layer_table(records))
-    for line in findings(records):
+    click.echo(per_layer_table(entry.record() for entry in log.entries))
+    for line in findings(log.entries):
         click.echo(line)
     picture = out if out is not None else events.with_name(PICTURE_FILE)
-    _write_picture(records, picture)
+    _write_picture(log.entries, picture)
     click.echo(f"wrote {picture}")

@@ -374,3 +374,43 @@ def test_demo_rejects_a_non_positive_step_count() -> None:
     result = _run(["demo", "--steps", "0"])
     assert result.exit_code == 2
     assert "Invalid value for '--steps': 0 is not in the range x>=1." in result.stderr
+
+
+SKIPPER = """
+from hookgrad.hookspecs import PluginConfig, hookimpl
+
+class Skipper:
+    class Config(PluginConfig):
+        pass
+
+    def __init__(self, config):
+        self.runtime = None
+
+    @hookimpl
+    def hookgrad_configure(self, runtime):
+        self.runtime = runtime
+
+    @hookimpl
+    def hookgrad_optimizer_step_post(self, event):
+        record = {"kind": "skip_step", "step": event.step, "data": {"reason": 5}}
+        self.runtime.emit({"plugin": "skipper", **record})
+"""
+
+
+def test_demo_with_a_record_it_cannot_draw_fails_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin's skip_step with a non-string reason: exit 1 naming record and key, no traceback."""
+    (tmp_path / "cli_skipper.py").write_text(SKIPPER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    Path("hookgrad.toml").write_text('[plugins.skipper]\nclass_path = "cli_skipper:Skipper"\n')
+    try:
+        result = _run(["demo", "--steps", "2", "--out", "run"])
+    finally:
+        sys.modules.pop("cli_skipper", None)
+    assert result.exit_code == 1, result.output + result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "Error: cannot summarise the run: skipper skip_step record: data.reason: "
+        "Input should be a valid string, got 5"
+    )
+    assert isinstance(result.exception, SystemExit)

@@ -10,7 +10,8 @@ read, no logger is configured (structlog's global configuration is never touched
   that order, into a validated ``RuntimeConfig``; ``LoadedConfig.explain()`` says where each
   value came from; a bad key raises ``ConfigError`` naming the file, table and valid keys.
 - Sinks: ``EventSink`` protocol, ``JsonLinesSink`` (loses nothing on crash), ``MemorySink``,
-  ``SinkSet`` (fan-out that survives a failing sink).
+  ``SinkSet`` (fan-out that survives a failing sink); ``read_events`` reads a JSON-lines log
+  back, non-finite numbers as floats (``LogFormatError`` names a bad line).
 - Discovery: ``PluginCatalog`` reads the ``hookgrad.plugins`` entry points once, lazily;
   ``load_class_path`` imports a plugin named by ``class_path``; a broken plugin is reported
   with its entry point and distribution (``PluginLoadError``, ``PluginImportWarning``).
@@ -43,6 +44,7 @@ from ._discovery import (
 from ._errors import ConfigError
 from ._logging import LogCapture, capture_logs, make_logger
 from ._loop import LoopHooks
+from ._records import LogFormatError, LogLineWarning, read_events
 from ._runtime import Runtime, configure
 from ._sinks import EventSink, JsonLinesSink, MemorySink, SinkSet, SinkWarning
 
@@ -56,6 +58,8 @@ __all__ = [
     "LoadedConfig",
     "LoadedPlugin",
     "LogCapture",
+    "LogFormatError",
+    "LogLineWarning",
     "LogLevel",
     "LoopHooks",
     "MemorySink",
@@ -73,5 +77,6 @@ __all__ = [
     "load_class_path",
     "load_config",
     "make_logger",
+    "read_events",
     "validate_plugin_table",
 ]
