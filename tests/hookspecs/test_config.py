@@ -43,9 +43,11 @@ def test_unknown_key_is_rejected_by_name() -> None:
 def test_subclass_validates_its_own_fields_and_the_common_ones() -> None:
     """A subclass accepts common and own keys, rejects unknown ones and bad values."""
     config = ClipConfig.model_validate(
-        {"max_norm": "2.5", "modules": ["layers.*"], "on_error": "warn"}
+        {"max_norm": 2.5, "modules": ["layers.*"], "on_error": "warn"}
     )
     assert (config.max_norm, config.modules, config.on_error) == (2.5, ("layers.*",), "warn")
+    with pytest.raises(pydantic.ValidationError, match="max_norm"):
+        ClipConfig.model_validate({"max_norm": "2.5"})  # strict, in subclasses too
     with pytest.raises(pydantic.ValidationError, match="max_nrom"):
         ClipConfig.model_validate({"max_nrom": 1.0})
     with pytest.raises(pydantic.ValidationError, match="mode"):

@@ -264,3 +264,28 @@ def test_plugin_config_blames_hookgrad_plugins_for_its_enabled_key(
         ConfigError, match=r"^HOOKGRAD_PLUGINS: unknown key 'enabled' in \[plugins.bare\]"
     ):
         load_config(cwd=tmp_path).plugin_config("bare", Bare)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"max_norm": True}, "'max_norm' in [plugins.grad_clip]: Input should be a valid number"),
+        ({"max_norm": "0.5"}, "'max_norm' in [plugins.grad_clip]: Input should be a valid number"),
+        ({"enabled": "no"}, "'enabled' in [plugins.grad_clip]: Input should be a valid boolean"),
+        ({"modules": "layers.*"}, "'modules' in [plugins.grad_clip]: Input should be a valid"),
+        ({"modules": [1]}, "'modules[0]' in [plugins.grad_clip]: Input should be a valid string"),
+    ],
+)
+def test_plugin_tables_are_not_coerced(table: dict[str, object], message: str) -> None:
+    """A plugin table is as strict as the top level: a bool, str or int of the wrong type fails."""
+    with pytest.raises(ConfigError) as info:
+        validate_plugin_table("grad_clip", table, GradClipConfig, path="hookgrad.toml")
+    assert str(info.value).startswith(f"hookgrad.toml: invalid value for {message}")
+
+
+def test_plugin_tables_take_an_int_for_a_float_and_lists_for_tuples() -> None:
+    """max_norm = 1 is 1.0, as torch takes it; TOML arrays fill the tuple settings."""
+    config = validate_plugin_table(
+        "grad_clip", {"max_norm": 1, "modules": ["a", "b"]}, GradClipConfig, path="h.toml"
+    )
+    assert (config.max_norm, type(config.max_norm), config.modules) == (1.0, float, ("a", "b"))
