@@ -218,6 +218,23 @@ def test_plugins_with_a_broken_config_exits_2() -> None:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"[events]\njsonl = '\xff'\n", "hookgrad.toml: not UTF-8 text"),
+        (b"log_level = " + b"[" * 5000 + b"]" * 5000 + b"\n", "hookgrad.toml: nested too deeply"),
+    ],
+    ids=["not_utf8", "deep"],
+)
+def test_config_check_unreadable_toml_is_one_error_line(content: bytes, message: str) -> None:
+    """A non-UTF-8 or absurdly nested file: exit 2 and one Error line, no traceback."""
+    Path("hookgrad.toml").write_bytes(content)
+    result = _run(["config", "check"], PluginCatalog(lambda: []))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: {message}")
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_config_check_ok_names_the_file(catalog: PluginCatalog, tmp_path: Path) -> None:
     """A valid file (its plugin tables included) gives exit 0 and one OK line naming it."""
     (tmp_path / "hookgrad.toml").write_text("[plugins.scaler]\nfactor = 0.5\n")

@@ -144,6 +144,43 @@ def test_toml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
     assert (error.path, error.table, error.key) == (tmp_path / "hookgrad.toml", None, None)
 
 
+def test_non_utf8_file_names_the_file_line_and_key(tmp_path: Path) -> None:
+    """A Latin-1 byte in a value: a ConfigError naming the file, the line, the table and key."""
+    (tmp_path / "hookgrad.toml").write_bytes(b'log_level = "info"\n[events]\njsonl = "caf\xe9"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(cwd=tmp_path)
+    assert str(info.value) == (
+        "hookgrad.toml: not UTF-8 text (TOML files are UTF-8): byte 0xe9 at line 3, column 13, "
+        "in the value of 'jsonl' in [events]"
+    )
+    assert (info.value.path, info.value.table, info.value.key) == (
+        tmp_path / "hookgrad.toml",
+        "events",
+        "jsonl",
+    )
+
+
+@pytest.mark.parametrize("opening", ["[", "{a = "], ids=["arrays", "inline_tables"])
+def test_deeply_nested_toml_is_a_config_error(tmp_path: Path, opening: str) -> None:
+    """Nesting past what the parser can recurse into is a ConfigError naming the file."""
+    closing = "]" if opening == "[" else "}"
+    text = "[plugins.grad_clip]\nk = " + opening * 3000 + "1" + closing * 3000 + "\n"
+    error = load_file(tmp_path, text)
+    assert str(error).startswith("hookgrad.toml: nested too deeply")
+    assert error.path == tmp_path / "hookgrad.toml"
+
+
+def test_deeply_nested_dict_source_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    """A dict source nested past the limit names the key where the limit is crossed."""
+    value: object = 1
+    for _ in range(200):
+        value = {"a": value}
+    with pytest.raises(ConfigError) as info:
+        load_config({"plugins": {"grad_clip": {"k": value}}}, cwd=tmp_path)
+    assert str(info.value).startswith("config dict: nested too deeply: plugins.grad_clip.k.a.a.a")
+    assert info.value.path is None and info.value.key == "a"
+
+
 def test_missing_hookgrad_config_file_names_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
