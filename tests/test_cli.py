@@ -8,16 +8,18 @@ import re
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 from click.testing import CliRunner, Result
 
 from hookgrad.cli import CliState, main
-from hookgrad.runtime import PluginCatalog
+from hookgrad.runtime import PluginCatalog, Runtime
 
 PLUGINS = """
 from hookgrad.hookspecs import PluginConfig, hookimpl
@@ -43,6 +45,16 @@ class Scaler:
 @hookimpl
 def hookgrad_optimizer_step_pre(event):
     return None
+
+class Misspelled:
+    Config = PluginConfig
+
+    def __init__(self, config):
+        self.config = config
+
+    @hookimpl
+    def hookgrad_forwrd(self, event):
+        return None
 """
 
 
@@ -56,10 +68,10 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def catalog(
+def plugin_entries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry_point: Any
-) -> Iterator[PluginCatalog]:
-    """A catalog of three plugins: a third-party class, a built-in module, a broken one."""
+) -> Iterator[list[Any]]:
+    """Entry points of three plugins: a third-party class, a built-in module, a broken one."""
     modules = tmp_path / "plugin_src"
     modules.mkdir()
     name = f"cli_plugins_{tmp_path.name.replace('-', '_')}"
@@ -71,9 +83,15 @@ def catalog(
         entry_point("steps", name, "hookgrad", "0.1.0"),
         entry_point("broken", "cli_broken:Plugin", "brokentools", "0.2"),
     ]
-    yield PluginCatalog(lambda: entries)  # type: ignore[arg-type, return-value]
+    yield entries
     sys.modules.pop(name, None)
     sys.modules.pop("cli_broken", None)
+
+
+@pytest.fixture
+def catalog(plugin_entries: list[Any]) -> PluginCatalog:
+    """The catalog of ``plugin_entries``."""
+    return PluginCatalog(lambda: plugin_entries)
 
 
 def _run(args: list[str], catalog: PluginCatalog | None = None) -> Result:
@@ -238,7 +256,7 @@ def test_config_check_unreadable_toml_is_one_error_line(content: bytes, message:
 def test_config_check_ok_names_the_file(catalog: PluginCatalog, tmp_path: Path) -> None:
     """A valid file (its plugin tables included) gives exit 0 and one OK line naming it."""
     (tmp_path / "hookgrad.toml").write_text("[plugins.scaler]\nfactor = 0.5\n")
-    result = _run(["config", "check"], catalog)
+    result = _run(["config", "check", "--import"], catalog)
     assert (result.exit_code, result.output) == (
         0,
         "OK: hookgrad.toml is a valid hookgrad config\n",
@@ -267,7 +285,7 @@ def test_config_check_typo_key_exits_2_with_did_you_mean(catalog: PluginCatalog)
 def test_config_check_validates_plugin_tables(catalog: PluginCatalog) -> None:
     """A typo in an enabled plugin's table is checked against that plugin's Config model."""
     Path("hookgrad.toml").write_text("[plugins.scaler]\nfactr = 0.5\n")
-    result = _run(["config", "check"], catalog)
+    result = _run(["config", "check", "--import"], catalog)
     assert result.exit_code == 2
     assert result.stderr.startswith(
         "Error: hookgrad.toml: unknown key 'factr' in [plugins.scaler]; did you mean 'factor'?"
@@ -288,14 +306,55 @@ def test_config_check_unknown_plugin_lists_the_available_ones(
     )
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[plugins.scaler]\nfactor = 0.5\n",
+        "[plugins.misspelled]\n",
+        "[plugins.steps]\nfactr = 0.5\n",
+        '[plugins.steps]\nenabled = "no"\n',
+        'disable = ["scalr"]\n',
+        '[plugins.lost]\nclass_path = "nowhere.at_all:Thing"\n',
+        'strict = true\n[plugins.lost]\nclass_path = "nowhere.at_all:Thing"\n',
+        "autoload = false\n[plugins.scaler]\n",
+        "autoload = false\nstrict = true\n[plugins.scaler]\n",
+        "[plugins.broken]\n",
+        "strict = true\n[plugins.broken]\n",
+    ],
+    ids=lambda text: text.replace("\n", " ").strip(),
+)
+@pytest.mark.parametrize("execute", [False, True], ids=["no_import", "import"])
+def test_config_check_accepts_what_runtime_accepts(
+    plugin_entries: list[Any], entry_point: Any, tmp_path: Path, text: str, execute: bool
+) -> None:
+    """config check --import fails exactly when building a Runtime fails; without --import
+    too, except where only running the plugin's code shows the failure: a note says so."""
+    module = plugin_entries[0].value.partition(":")[0]
+    entries = [*plugin_entries, entry_point("misspelled", f"{module}:Misspelled", "hookgrad", "0")]
+    (tmp_path / "hookgrad.toml").write_text(text)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            Runtime(environ={}, catalog=PluginCatalog(lambda: entries)).close()
+    except (ValueError, RuntimeError, pluggy.PluginValidationError):
+        runtime_accepts = False
+    else:
+        runtime_accepts = True
+    args = ["config", "check", *(["--import"] if execute else [])]
+    result = _run(args, PluginCatalog(lambda: entries))
+    unchecked = not execute and "not checked without --import" in result.output
+    assert (result.exit_code == 0) == runtime_accepts or (unchecked and result.exit_code == 0)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+
+
 def test_config_check_import_failure_warns_unless_strict(catalog: PluginCatalog) -> None:
     """An enabled plugin that fails to import is a warning (exit 0), an error with strict."""
     Path("hookgrad.toml").write_text("[plugins.broken]\n")
-    result = _run(["config", "check"], catalog)
+    result = _run(["config", "check", "--import"], catalog)
     assert result.exit_code == 0
     assert result.stderr.startswith("warning: plugin 'broken' (entry point broken = cli_broken")
     Path("hookgrad.toml").write_text("strict = true\n[plugins.broken]\n")
-    result = _run(["config", "check"], catalog)
+    result = _run(["config", "check", "--import"], catalog)
     assert result.exit_code == 2
     assert "ImportError('missing dependency: scipy') (strict = true)" in result.stderr
 
@@ -390,3 +449,79 @@ def test_demo_rejects_a_non_positive_step_count() -> None:
     result = _run(["demo", "--steps", "0"])
     assert result.exit_code == 2
     assert "Invalid value for '--steps': 0 is not in the range x>=1." in result.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Checking runs no code (real subprocesses: python -m hookgrad)
+# --------------------------------------------------------------------------------------------
+
+_MARKING_PLUGIN = """
+from pathlib import Path
+
+Path({marker!r}).write_text("imported")
+
+from hookgrad.hookspecs import PluginConfig
+
+
+class Plugin:
+    class Config(PluginConfig):
+        level: int = 1
+
+    def __init__(self, config):
+        self.config = config
+"""
+
+
+def _hookgrad(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m hookgrad ARGS`` in ``cwd`` with no HOOKGRAD_* variable but ``env``."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("HOOKGRAD_")}
+    return subprocess.run(
+        [sys.executable, "-m", "hookgrad", *args],
+        cwd=cwd,
+        env={**environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_config_check_does_not_import_a_class_path_unless_asked(tmp_path: Path) -> None:
+    """config check finds a class_path module without running it; --import runs it."""
+    marker = tmp_path / "imported.txt"
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "their_plugin.py").write_text(_MARKING_PLUGIN.format(marker=str(marker)))
+    (work / "hookgrad.toml").write_text(
+        '[plugins.theirs]\nclass_path = "their_plugin:Plugin"\nlevel = 2\n'
+    )
+    done = _hookgrad(["config", "check"], work)
+    assert (done.returncode, marker.exists()) == (0, False), done.stderr
+    assert (
+        "not checked without --import: [plugins.theirs] (class_path their_plugin:Plugin, "
+        f"module found at {work / 'their_plugin.py'})"
+    ) in done.stdout
+    done = _hookgrad(["config", "check", "--import"], work)
+    assert (done.returncode, marker.exists()) == (0, True), done.stderr
+    assert "not checked" not in done.stdout
+
+
+def test_autoload_off_imports_no_third_party_plugin(
+    tmp_path: Path, install_distribution: Any
+) -> None:
+    """HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD=1: plugins and config check leave an installed one unrun."""
+    marker = tmp_path / "imported.txt"
+    site = install_distribution(
+        "markertools", "1.0", {"marker": "marker_plugin:Plugin"},
+        {"marker_plugin.py": _MARKING_PLUGIN.format(marker=str(marker))},
+    )  # fmt: skip
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "hookgrad.toml").write_text("[plugins.marker]\nlevel = 2\n")
+    off = {"PYTHONPATH": str(site), "HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    for args in (["plugins"], ["config", "check"], ["config", "check", "--import"]):
+        done = _hookgrad(args, work, **off)
+        assert (done.returncode, marker.exists()) == (0, False), (args, done.stderr)
+    assert "autoload is off" in done.stderr
+    done = _hookgrad(["plugins"], work, PYTHONPATH=str(site))
+    assert (done.returncode, marker.exists()) == (0, True), done.stderr
