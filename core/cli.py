@@ -336,12 +336,16 @@ class NanInjectionType(click.ParamType):
 
 
 def _prepare_out(out: Path) -> None:
-    """Create ``out``; drop an old event log there (the sink appends; a log holds one run)."""
+    """Create ``out``; drop an old event log there (the sink appends; a log holds one run).
+
+    An error names the path that failed: ``out`` (or a parent), or the event log in it.
+    """
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / EVENTS_FILE).unlink(missing_ok=True)
     except OSError as error:
-        raise click.ClickException(f"cannot write to {out}: {error.strerror}") from None
+        culprit = error.filename if error.filename is not None else out
+        raise click.ClickException(f"cannot write {culprit}: {error.strerror}") from None
 
 
 def _demo_runtime(config_file: Path | None, out: Path | None) -> Runtime | None:

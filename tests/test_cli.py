@@ -525,3 +525,51 @@ def test_autoload_off_imports_no_third_party_plugin(
     assert "autoload is off" in done.stderr
     done = _hookgrad(["plugins"], work, PYTHONPATH=str(site))
     assert (done.returncode, marker.exists()) == (0, True), done.stderr
+
+
+@pytest.mark.parametrize("blocker", ["events.jsonl", "loss.csv", "gradient_flow.svg"])
+def test_demo_out_names_the_file_it_cannot_write(blocker: str) -> None:
+    """A folder standing where demo --out writes a file: the error names that file."""
+    (Path("run") / blocker).mkdir(parents=True)
+    Path("hookgrad.toml").write_text("[plugins.grad_stats]\nsummary = false\n")
+    result = _run(["demo", "--steps", "2", "--out", "run"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: cannot write {Path('run', blocker)}: ")
+    assert "Traceback" not in result.output
+
+
+def test_plugins_survives_a_plugin_that_exits_at_import(
+    tmp_path: Path, install_distribution: Any
+) -> None:
+    """An installed plugin calling sys.exit(4) at import is one failed row, not the end."""
+    site = install_distribution(
+        "exittools", "0.3", {"quitter": "quitter_plugin:Plugin"},
+        {"quitter_plugin.py": "import sys\nsys.exit(4)\n"},
+    )  # fmt: skip
+    done = _hookgrad(["plugins"], tmp_path, PYTHONPATH=str(site))
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith("quitter "))
+    assert row.split()[1:4] == ["exittools", "0.3", "third-party"]
+    assert row.endswith("import failed: SystemExit(4)")
+    assert "grad_clip " in done.stdout  # the listing went on
+
+
+def test_plugins_shows_a_name_two_distributions_register(
+    tmp_path: Path, install_distribution: Any
+) -> None:
+    """Both distributions of an ambiguous name get a row saying so; neither is imported."""
+    install_distribution("cliptools", "1.0", {"clip": "cliptools_plugin:Clip"}, {})
+    install_distribution("otherclip", "2.1", {"clip": "otherclip_plugin:Clip"}, {})
+    Path("hookgrad.toml").write_text("[plugins.clip]\n")
+    result = _run(["plugins"], PluginCatalog())
+    assert result.exit_code == 0, result.output
+    rows = [re.split(r"\s{2,}", line) for line in result.output.splitlines()]
+    assert [row for row in rows if row[0] == "clip"] == [
+        ["clip", "cliptools 1.0", "third-party", "ambiguous (also registered by otherclip)",
+         "(not imported: the name is ambiguous)"],
+        ["clip", "otherclip 2.1", "third-party", "ambiguous (also registered by cliptools)",
+         "(not imported: the name is ambiguous)"],
+    ]  # fmt: skip
+    result = _run(["config", "check"], PluginCatalog())
+    assert result.exit_code == 2
+    assert "is ambiguous: 2 distributions register it" in result.stderr

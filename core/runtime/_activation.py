@@ -99,7 +99,6 @@ def plan_plugins(loaded: LoadedConfig, catalog: PluginCatalog) -> list[Planned]:
     """
     config = loaded.config
     sources = catalog.sources()
-    _check_disable(loaded, sources)
     planned = []
     for name, table in config.plugins.items():
         if table.get("enabled", True) is False:
@@ -116,6 +115,7 @@ def plan_plugins(loaded: LoadedConfig, catalog: PluginCatalog) -> list[Planned]:
         if name in catalog.clashes():
             raise _ambiguous_error(loaded, name, catalog.clashes()[name])
         planned.append(Planned(name, sources[name], None, _blocked(loaded, sources[name])))
+    _check_disable(loaded, sources)  # after the tables: an unknown table name is named first
     return planned
 
 

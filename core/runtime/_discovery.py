@@ -225,11 +225,14 @@ class PluginCatalog:
                     self._by_name[ep.name] = ep
                 elif first != source:
                     self._clashes.setdefault(ep.name, [first]).append(source)
+            for clashing in self._clashes.values():
+                clashing.sort(key=lambda s: (s.distribution or "", s.version or "", s.value))
             self._sources = sources
         return self._sources
 
     def clashes(self) -> dict[str, list[PluginSource]]:
-        """The names that more than one entry point registers, with all their sources."""
+        """The names that more than one entry point registers, with all their sources
+        (sorted by distribution)."""
         self.sources()
         return self._clashes
 
