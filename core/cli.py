@@ -41,7 +41,7 @@ from .runtime import (
     RuntimeConfig,
     load_config,
 )
-from .runtime._activation import Planned, hooks_of, plan_plugins, plugin_settings
+from .runtime._activation import Planned, check_config, hooks_of, plugin_settings
 
 __all__ = ["CliState", "ConfigFailure", "main"]
 
@@ -235,7 +235,7 @@ def _check_plugins(catalog: PluginCatalog, loaded: LoadedConfig, execute: bool) 
     """
     lines: list[str] = []
     try:
-        planned = plan_plugins(loaded, catalog)
+        planned = check_config(loaded, catalog)
     except ConfigError as error:
         raise ConfigFailure(str(error)) from None
     for plugin in planned:

@@ -1,7 +1,7 @@
 """Which plugins a config activates, and the checks of each: one path for ``Runtime`` and
 ``hookgrad config check``, so the check accepts exactly what the runtime accepts.
 
-:func:`plan_plugins` reads the config and the catalog and imports nothing: it names the plugin
+:func:`check_config` reads the config and the catalog and imports nothing: it names the plugin
 each enabled ``[plugins.NAME]`` table asks for, or raises ConfigError for a name that matches
 nothing (in a table, in ``disable``, in ``HOOKGRAD_PLUGINS``) or that two distributions
 register. :meth:`Planned.load` imports a plugin; :meth:`Planned.locate` finds its module
@@ -39,7 +39,7 @@ from ._discovery import (
 )
 from ._errors import ConfigError, validate_model
 
-__all__ = ["Planned", "hooks_of", "plan_plugins", "plugin_settings", "unknown_plugin_error"]
+__all__ = ["Planned", "check_config", "hooks_of", "plugin_settings", "unknown_plugin_error"]
 
 _HOOKSPECS: Final = frozenset(specs.__all__)
 _OWN_PACKAGE: Final = "hookgrad"
@@ -91,9 +91,12 @@ class Planned:
         return f"{self._where()}, module found at {found}"
 
 
-def plan_plugins(loaded: LoadedConfig, catalog: PluginCatalog) -> list[Planned]:
-    """The plugins ``loaded`` activates, in config order; imports nothing.
+def check_config(loaded: LoadedConfig, catalog: PluginCatalog) -> list[Planned]:
+    """Check ``loaded`` as far as it can be without importing a plugin; return the plugins it
+    activates, in config order.
 
+    ``Runtime`` calls this before it imports or builds anything, and ``hookgrad config check``
+    calls it too: a check of the config against this machine belongs here, so both make it.
     Raises ConfigError for an unknown plugin name (a table, ``disable``), an ambiguous one,
     or a malformed ``class_path``.
     """

@@ -7,7 +7,7 @@ bridge's module hooks and the training-loop points); :meth:`Runtime.close` undoe
 ``with Runtime(...) as rt:`` does both. :func:`configure` keeps one *default* runtime, the
 only state this module holds (:data:`_DEFAULT`).
 
-Which plugins are active is decided by :func:`._activation.plan_plugins`, the path
+Which plugins are active is decided by :func:`._activation.check_config`, the path
 ``hookgrad config check`` follows too: a ``[plugins.NAME]`` table activates the plugin NAME
 unless ``enabled = false`` or NAME is in ``disable``; a name that matches nothing is a
 ConfigError. A third-party plugin is skipped with a PluginImportWarning while ``autoload`` is
@@ -31,7 +31,7 @@ import pluggy
 from structlog.typing import FilteringBoundLogger
 
 from ..hookspecs import PROJECT_NAME, PluginConfig, PluginRecord, call_order, specs
-from ._activation import plan_plugins, plugin_settings
+from ._activation import check_config, plugin_settings
 from ._bridge import HookBridge
 from ._config import EventsConfig, LoadedConfig, load_config, validate_plugin_table
 from ._discovery import LoadedPlugin, PluginCatalog, PluginImportWarning, PluginLoadError
@@ -390,7 +390,7 @@ def _build_sinks(events: EventsConfig, base: Path) -> tuple[SinkSet, MemorySink 
 def _active_plugins(loaded: LoadedConfig, catalog: PluginCatalog) -> list[LoadedPlugin]:
     """The plugins to activate, loaded, in config order (rules in :mod:`._activation`)."""
     active = []
-    for planned in plan_plugins(loaded, catalog):
+    for planned in check_config(loaded, catalog):
         try:
             active.append(planned.load(catalog))
         except PluginLoadError as error:
