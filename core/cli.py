@@ -29,7 +29,6 @@ import hookgrad
 
 from ._demo import MODELS, NanInjection, StepRecord, Task, final_line, make_task, run
 from ._report import findings, gradient_flow, read_events, render_svg
-from .hookspecs import specs
 from .runtime import (
     ENTRY_POINT_GROUP,
     ConfigError,
@@ -41,11 +40,16 @@ from .runtime import (
     RuntimeConfig,
     load_config,
 )
-from .runtime._activation import Planned, check_config, hooks_of, plugin_settings
+from .runtime._activation import (
+    Planned,
+    check_config,
+    hooks_of,
+    plugin_settings,
+    unknown_hooks,
+)
 
 __all__ = ["CliState", "ConfigFailure", "main"]
 
-_HOOKSPECS: Final = frozenset(specs.__all__)
 _NO_PLUGINS: Final = (
     f"no plugins installed: the entry-point group {ENTRY_POINT_GROUP!r} is empty. A plugin "
     f'package declares [project.entry-points."{ENTRY_POINT_GROUP}"] NAME = "pkg.module:Plugin" '
@@ -128,17 +132,20 @@ def plugin_status(source: PluginSource, config: RuntimeConfig) -> tuple[bool, st
 def _hooks_cell(catalog: PluginCatalog, source: PluginSource, config: RuntimeConfig) -> str:
     """The hooks of an installed plugin, imported to find them unless autoload blocks it.
 
-    A name that is no hookgrad hookspec is marked, as the runtime would refuse it.
+    A hook that is no hookgrad hookspec is marked when the runtime would refuse it.
     """
     if len(catalog.clashes().get(source.name, ())) > 1:
         return "(not imported: the name is ambiguous)"
     if not source.builtin and not config.autoload:
         return "(not imported: autoload off)"
     try:
-        hooks = hooks_of(catalog.load(source.name).target)
+        target = catalog.load(source.name).target
     except PluginLoadError as error:
         return f"import failed: {error.reason}"
-    marked = [hook if hook in _HOOKSPECS else f"{hook} (no such hookspec)" for hook in hooks]
+    unknown = unknown_hooks(target)
+    marked = [
+        f"{hook} (no such hookspec)" if hook in unknown else hook for hook in hooks_of(target)
+    ]
     return ", ".join(marked) or "(none)"
 
 

@@ -55,6 +55,16 @@ class Misspelled:
     @hookimpl
     def hookgrad_forwrd(self, event):
         return None
+
+class Optional:
+    Config = PluginConfig
+
+    def __init__(self, config):
+        self.config = config
+
+    @hookimpl(optionalhook=True)
+    def hookgrad_future_hook(self, event):
+        return None
 """
 
 
@@ -311,6 +321,7 @@ def test_config_check_unknown_plugin_lists_the_available_ones(
     [
         "[plugins.scaler]\nfactor = 0.5\n",
         "[plugins.misspelled]\n",
+        "[plugins.optional]\n",
         "[plugins.steps]\nfactr = 0.5\n",
         '[plugins.steps]\nenabled = "no"\n',
         'disable = ["scalr"]\n',
@@ -330,7 +341,11 @@ def test_config_check_accepts_what_runtime_accepts(
     """config check --import fails exactly when building a Runtime fails; without --import
     too, except where only running the plugin's code shows the failure: a note says so."""
     module = plugin_entries[0].value.partition(":")[0]
-    entries = [*plugin_entries, entry_point("misspelled", f"{module}:Misspelled", "hookgrad", "0")]
+    entries = [
+        *plugin_entries,
+        entry_point("misspelled", f"{module}:Misspelled", "hookgrad", "0"),
+        entry_point("optional", f"{module}:Optional", "hookgrad", "0"),
+    ]
     (tmp_path / "hookgrad.toml").write_text(text)
     try:
         with warnings.catch_warnings():
@@ -342,6 +357,8 @@ def test_config_check_accepts_what_runtime_accepts(
         runtime_accepts = True
     args = ["config", "check", *(["--import"] if execute else [])]
     result = _run(args, PluginCatalog(lambda: entries))
+    if "optional" in text:  # an optionalhook may name a hook this hookgrad lacks
+        assert runtime_accepts
     unchecked = not execute and "not checked without --import" in result.output
     assert (result.exit_code == 0) == runtime_accepts or (unchecked and result.exit_code == 0)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception

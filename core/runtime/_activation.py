@@ -39,7 +39,14 @@ from ._discovery import (
 )
 from ._errors import ConfigError, validate_model
 
-__all__ = ["Planned", "check_config", "hooks_of", "plugin_settings", "unknown_plugin_error"]
+__all__ = [
+    "Planned",
+    "check_config",
+    "hooks_of",
+    "plugin_settings",
+    "unknown_hooks",
+    "unknown_plugin_error",
+]
 
 _HOOKSPECS: Final = frozenset(specs.__all__)
 _OWN_PACKAGE: Final = "hookgrad"
@@ -129,7 +136,7 @@ def plugin_settings(loaded: LoadedConfig, plugin: LoadedPlugin) -> PluginConfig:
     the entry point and a hook that is no hookgrad hookspec (pluggy would refuse it later).
     """
     name = plugin.source.name
-    unknown = [hook for hook in hooks_of(plugin.target) if hook not in _HOOKSPECS]
+    unknown = unknown_hooks(plugin.target)
     if unknown:
         close = difflib.get_close_matches(unknown[0], sorted(_HOOKSPECS), n=1)
         guess = f"; did you mean {close[0]!r}?" if close else ""
@@ -145,16 +152,28 @@ def plugin_settings(loaded: LoadedConfig, plugin: LoadedPlugin) -> PluginConfig:
 
 def hooks_of(target: object) -> list[str]:
     """The hook names pluggy would register for ``target`` (a plugin class or module), sorted."""
+    return sorted(_hookimpls(target))
+
+
+def unknown_hooks(target: object) -> list[str]:
+    """The hooks of ``target`` that are no hookgrad hookspec and not marked ``optionalhook``
+    (pluggy's ``check_pending`` refuses exactly these), sorted."""
+    impls = _hookimpls(target)
+    return sorted(n for n, optional in impls.items() if n not in _HOOKSPECS and not optional)
+
+
+def _hookimpls(target: object) -> dict[str, bool]:
+    """Each hook ``target`` implements, and whether it is marked ``optionalhook``."""
     pm = pluggy.PluginManager(PROJECT_NAME)
-    hooks = []
+    impls: dict[str, bool] = {}
     for attribute in dir(target):
         try:
             opts = pm.parse_hookimpl_opts(target, attribute)
         except Exception:  # a descriptor that raises on class access is not a hook
             continue
         if opts is not None:
-            hooks.append(opts.get("specname") or attribute)
-    return sorted(hooks)
+            impls[opts.get("specname") or attribute] = bool(opts.get("optionalhook"))
+    return impls
 
 
 def unknown_plugin_error(loaded: LoadedConfig, name: str, available: list[str]) -> ConfigError:

@@ -57,8 +57,10 @@ class Runtime:
         catalog: the installed plugins (default: the process-wide catalog, scanned once).
 
     Raises:
-        ConfigError: a bad config value, a bad key in a plugin table, an unknown plugin name.
+        ConfigError: a bad config value, a bad key in a plugin table, an unknown plugin name
+            (in a table or ``disable``), a name two distributions register.
         PluginLoadError: a plugin failed to load and ``strict = true``.
+        pluggy.PluginValidationError: a plugin implements a hook that is no hookspec.
     """
 
     def __init__(
