@@ -107,6 +107,20 @@ class PluginConfig(BaseModel):
             return tuple(value)
         return value
 
+    @field_validator("modules", "exclude")
+    @classmethod
+    def _globs_can_match(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        """A module name has no empty dotted part, so a glob with one (``"layers."``,
+        ``"a..b"``) matches nothing ever. Whether a glob matches the modules of a given
+        model is known only once the model runs, so that is not checked here."""
+        for glob in value:
+            if glob and "" in glob.split("."):
+                raise ValueError(
+                    f"{info.field_name} glob {glob!r} can match no module name: names are "
+                    "dotted paths like 'layers.0.fc' (\"\" alone is the root)"
+                )
+        return value
+
     @field_validator("module_types")
     @classmethod
     def _class_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:

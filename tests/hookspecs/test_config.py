@@ -85,6 +85,15 @@ def test_module_types_are_class_names() -> None:
         PluginConfig(module_types=["nn.Linear"])
 
 
+@pytest.mark.parametrize("glob", ["layers.", ".fc", "layers..0", "*..norm"])
+@pytest.mark.parametrize("field", ["modules", "exclude"])
+def test_a_glob_no_module_name_can_match_is_rejected(field: str, glob: str) -> None:
+    """A glob with an empty dotted part matches no module name ever: an error, not a no-op."""
+    with pytest.raises(pydantic.ValidationError, match=f"{field}.*can match no module name"):
+        PluginConfig.model_validate({field: ["fc", glob]})
+    assert PluginConfig(modules=["", "*", "layers.*", "*.norm"]).modules[0] == ""
+
+
 # (modules, exclude, module_types, module_name, module_type) -> selected
 SELECTS = [
     # default: every module, the root "" included
