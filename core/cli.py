@@ -31,26 +31,28 @@ import hookgrad
 from ._demo import MODELS, NanInjection, StepRecord, Task, final_line, make_task, run
 from ._report import findings, gradient_flow, render_svg
 from ._report_records import Entry, RecordError, plugin_entries, read_entries
-from .hookspecs import PROJECT_NAME, specs
 from .runtime import (
     ENTRY_POINT_GROUP,
     ConfigError,
     LoadedConfig,
-    LoadedPlugin,
     LogFormatError,
     PluginCatalog,
     PluginLoadError,
     PluginSource,
     Runtime,
     RuntimeConfig,
-    load_class_path,
     load_config,
 )
-from .runtime._runtime import unknown_plugin_error
+from .runtime._activation import (
+    Planned,
+    check_config,
+    hooks_of,
+    plugin_settings,
+    unknown_hooks,
+)
 
 __all__ = ["CliState", "ConfigFailure", "main"]
 
-_HOOKSPECS: Final = frozenset(specs.__all__)
 _NO_PLUGINS: Final = (
     f"no plugins installed: the entry-point group {ENTRY_POINT_GROUP!r} is empty. A plugin "
     f'package declares [project.entry-points."{ENTRY_POINT_GROUP}"] NAME = "pkg.module:Plugin" '
@@ -130,34 +132,42 @@ def plugin_status(source: PluginSource, config: RuntimeConfig) -> tuple[bool, st
     return True, "enabled"
 
 
-def implemented_hooks(target: object) -> list[str]:
-    """The hooks pluggy would register for ``target`` (a plugin class or module), sorted.
+def _hooks_cell(catalog: PluginCatalog, source: PluginSource, config: RuntimeConfig) -> str:
+    """The hooks of an installed plugin, imported to find them unless autoload blocks it.
 
-    A name that is no hookgrad hookspec is marked, as pluggy would only fail on it later.
+    A hook that is no hookgrad hookspec is marked when the runtime would refuse it.
     """
-    pm = pluggy.PluginManager(PROJECT_NAME)
-    hooks = []
-    for attribute in dir(target):
-        try:
-            opts = pm.parse_hookimpl_opts(target, attribute)
-        except Exception:  # a descriptor that raises on class access is not a hook
-            continue
-        if opts is not None:
-            name = opts.get("specname") or attribute
-            hooks.append(name if name in _HOOKSPECS else f"{name} (no such hookspec)")
-    return sorted(hooks)
-
-
-def _plugin_row(catalog: PluginCatalog, source: PluginSource, config: RuntimeConfig) -> list[str]:
-    """NAME, SOURCE, KIND, STATUS, HOOKS of one installed plugin (imports it to find hooks)."""
-    _, status = plugin_status(source, config)
+    if len(catalog.clashes().get(source.name, ())) > 1:
+        return "(not imported: the name is ambiguous)"
+    if not source.builtin and not config.autoload:
+        return "(not imported: autoload off)"
     try:
-        hooks = ", ".join(implemented_hooks(catalog.load(source.name).target)) or "(none)"
+        target = catalog.load(source.name).target
     except PluginLoadError as error:
-        hooks = f"import failed: {error.reason}"
-    dist = f"{source.distribution or '?'} {source.version or ''}".strip()
-    kind = "built-in" if source.builtin else "third-party"
-    return [source.name, dist, kind, status, hooks]
+        return f"import failed: {error.reason}"
+    unknown = unknown_hooks(target)
+    marked = [
+        f"{hook} (no such hookspec)" if hook in unknown else hook for hook in hooks_of(target)
+    ]
+    return ", ".join(marked) or "(none)"
+
+
+def _plugin_rows(catalog: PluginCatalog, config: RuntimeConfig) -> Iterator[list[str]]:
+    """NAME, SOURCE, KIND, STATUS, HOOKS of each installed plugin, by name.
+
+    A name that several distributions register gets a row per distribution, marked
+    ambiguous: the runtime refuses to activate it.
+    """
+    sources, clashes = catalog.sources(), catalog.clashes()
+    for name in sorted(sources):
+        for source in clashes.get(name, [sources[name]]):
+            _, status = plugin_status(source, config)
+            if name in clashes:
+                others = [s.distribution or "?" for s in clashes[name] if s is not source]
+                status = f"ambiguous (also registered by {', '.join(others)})"
+            dist = f"{source.distribution or '?'} {source.version or ''}".strip()
+            kind = "built-in" if source.builtin else "third-party"
+            yield [name, dist, kind, status, _hooks_cell(catalog, source, config)]
 
 
 def _table(rows: list[list[str]]) -> Iterator[str]:
@@ -194,7 +204,8 @@ def plugins(state: CliState, config_file: Path | None) -> None:
     """List installed plugins: source, built-in or not, enabled by the config, hooks.
 
     Like pytest --trace-config; every plugin is imported to find its hooks, and one that
-    fails to import is shown with the error.
+    fails to import is shown with the error. While autoload is off (autoload = false,
+    HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD=1) no third-party plugin is imported.
     """
     loaded = _load(config_file)
     sources = state.catalog.sources()
@@ -203,7 +214,7 @@ def plugins(state: CliState, config_file: Path | None) -> None:
         click.echo(_NO_PLUGINS)
     else:
         header = ["NAME", "SOURCE", "KIND", "STATUS", "HOOKS"]
-        rows = [_plugin_row(state.catalog, sources[n], loaded.config) for n in sorted(sources)]
+        rows = list(_plugin_rows(state.catalog, loaded.config))
         for line in _table([header, *rows]):
             click.echo(line.rstrip())
     for line in _unmatched_tables(sources, loaded):
@@ -223,60 +234,65 @@ def config() -> None:
 _FILE_ARGUMENT = click.argument("file", required=False, type=click.Path(path_type=Path))
 
 
-def _activated_plugin(
-    catalog: PluginCatalog, name: str, loaded: LoadedConfig
-) -> LoadedPlugin | None:
-    """Import the plugin that ``[plugins.NAME]`` activates; None if the config leaves it off.
+def _check_plugins(catalog: PluginCatalog, loaded: LoadedConfig, execute: bool) -> list[str]:
+    """Check the plugins ``loaded`` activates as the runtime would; return warnings and notes.
 
-    Raises PluginLoadError on an import failure, ConfigFailure on an unknown name.
+    The runtime's own checks (:mod:`hookgrad.runtime._activation`): a name that matches
+    nothing and a bad key raise ConfigFailure, as does a plugin hook that is no hookspec; a
+    plugin that fails to load is a warning, or a ConfigFailure with ``strict = true``. Only
+    hookgrad's own plugins are imported unless ``execute``; the others are found without
+    running them, and a note says what was therefore not checked.
     """
-    sources, config = catalog.sources(), loaded.config
-    table = config.plugins[name]
-    if name in sources:
-        return catalog.load(name) if plugin_status(sources[name], config)[0] else None
-    if table.get("enabled", True) is False or name in config.disable:
-        return None
-    if table.get("class_path"):
-        return load_class_path(name, str(table["class_path"]))
-    raise ConfigFailure(str(unknown_plugin_error(loaded, name, sorted(sources))))
-
-
-def _check_plugin_tables(catalog: PluginCatalog, loaded: LoadedConfig) -> list[str]:
-    """Validate the table of every plugin the config activates; return import warnings.
-
-    A bad key raises ConfigFailure naming the file and table, as does an enabled plugin that
-    is neither installed nor given a ``class_path``. An import failure is a warning, or a
-    ConfigFailure with ``strict = true``, as when the runtime activates plugins.
-    """
-    warnings: list[str] = []
-    for name in loaded.config.plugins:
+    lines: list[str] = []
+    try:
+        planned = check_config(loaded, catalog, Path.cwd())
+    except ConfigError as error:
+        raise ConfigFailure(str(error)) from None
+    for plugin in planned:
         try:
-            plugin = _activated_plugin(catalog, name, loaded)
+            lines.extend(_check_plugin(catalog, loaded, plugin, execute))
         except PluginLoadError as error:
             if loaded.config.strict:
                 raise ConfigFailure(f"{error} (strict = true)") from None
-            warnings.append(str(error))
-            continue
-        if plugin is not None:
-            try:
-                loaded.plugin_config(name, plugin.config_model)
-            except ConfigError as error:
-                raise ConfigFailure(str(error)) from None
-    return warnings
+            lines.append(f"warning: {error}")
+    return lines
+
+
+def _check_plugin(
+    catalog: PluginCatalog, loaded: LoadedConfig, plugin: Planned, execute: bool
+) -> list[str]:
+    if not (execute or plugin.own):
+        return [f"not checked without --import: [plugins.{plugin.name}] ({plugin.locate()})"]
+    try:
+        plugin_settings(loaded, plugin.load(catalog))
+    except (ConfigError, pluggy.PluginValidationError) as error:
+        raise ConfigFailure(str(error)) from None
+    return []
 
 
 @config.command()
 @_FILE_ARGUMENT
+@click.option(
+    "--import",
+    "execute",
+    is_flag=True,
+    help="Also import the third-party and class_path plugins the config activates, to check "
+    "their tables (this runs their code).",
+)
 @click.pass_obj
-def check(state: CliState, file: Path | None) -> None:
-    """Validate FILE (default: the config found in the current directory).
+def check(state: CliState, file: Path | None, execute: bool) -> None:
+    """Validate FILE (default: the config found in the current directory) as the runtime does.
 
-    Also validates the [plugins.NAME] table of each plugin the config enables against that
-    plugin's own settings. Exit 0 with one OK line, or 2 with the error on stderr.
+    Accepts exactly what building a Runtime accepts: names of plugins, the [plugins.NAME]
+    table of each plugin the config enables against that plugin's own settings, its hook
+    names. It runs no code but hookgrad's: a third-party or class_path plugin is found
+    without being imported, and its table is checked only with --import (a note says so).
+    With autoload off no third-party plugin is imported, --import or not. Exit 0 with one
+    OK line, or 2 with the error on stderr.
     """
     loaded = _load(file)
-    for warning in _check_plugin_tables(state.catalog, loaded):
-        click.echo(f"warning: {warning}", err=True)
+    for line in _check_plugins(state.catalog, loaded, execute):
+        click.echo(line, err=line.startswith("warning: "))
     extra = [layer for layer in loaded.layers if not layer.startswith("file ")]
     also = f" (with {', '.join(extra)})" if extra else ""
     if loaded.path is None:
@@ -330,12 +346,16 @@ class NanInjectionType(click.ParamType):
 
 
 def _prepare_out(out: Path) -> None:
-    """Create ``out``; drop an old event log there (the sink appends; a log holds one run)."""
+    """Create ``out``; drop an old event log there (the sink appends; a log holds one run).
+
+    An error names the path that failed: ``out`` (or a parent), or the event log in it.
+    """
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / EVENTS_FILE).unlink(missing_ok=True)
     except OSError as error:
-        raise click.ClickException(f"cannot write to {out}: {error.strerror}") from None
+        culprit = error.filename if error.filename is not None else out
+        raise click.ClickException(f"cannot write {culprit}: {error.strerror}") from None
 
 
 def _demo_runtime(config_file: Path | None, out: Path | None) -> Runtime | None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from fnmatch import translate
 from functools import lru_cache
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 __all__ = ["OnError", "PluginConfig"]
 
@@ -23,6 +23,13 @@ def _compile_globs(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     if not patterns:
         return None
     return re.compile("|".join(translate(p) for p in patterns))
+
+
+def _takes_tuple(annotation: Any) -> bool:
+    """Whether a field's annotation is a tuple, or a union holding one (``tuple[str, ...] | None``)."""
+    if get_origin(annotation) is tuple or annotation is tuple:
+        return True
+    return any(_takes_tuple(arg) for arg in get_args(annotation))
 
 
 class _Selector:
@@ -58,10 +65,16 @@ class PluginConfig(BaseModel):
     raised by the plugin is handled per ``on_error``. Unknown keys are rejected
     (``extra="forbid"``), so a typo in a config file fails and names the key; instances are
     frozen (the list settings are stored as tuples, so nothing can change after validation).
-    A docstring under a field becomes its description in the JSON schema, in subclasses too.
+    Values are checked strictly, in subclasses too (``strict=True``): ``max_norm = "0.5"``,
+    ``max_norm = true`` and ``enabled = "no"`` are errors, not coerced. Two conversions
+    remain, both lossless: an int where a float is expected (``max_norm = 1``, as torch takes
+    it) and a list where a tuple is expected (TOML and JSON have no tuples). A docstring under
+    a field becomes its description in the JSON schema, in subclasses too.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True
+    )
 
     enabled: bool = True
     """False turns the plugin off while keeping its settings."""
@@ -80,6 +93,33 @@ class PluginConfig(BaseModel):
 
     class_path: str | None = None
     """Activates a plugin that has no entry point: "package.module:Class"."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _list_as_tuple(cls, value: Any, info: ValidationInfo) -> Any:
+        """A list given for a tuple setting becomes that tuple (strict mode would refuse it)."""
+        name = info.field_name
+        if (
+            type(value) is list
+            and name is not None
+            and _takes_tuple(cls.model_fields[name].annotation)
+        ):
+            return tuple(value)
+        return value
+
+    @field_validator("modules", "exclude")
+    @classmethod
+    def _globs_can_match(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        """A module name has no empty dotted part, so a glob with one (``"layers."``,
+        ``"a..b"``) matches nothing ever. Whether a glob matches the modules of a given
+        model is known only once the model runs, so that is not checked here."""
+        for glob in value:
+            if glob and "" in glob.split("."):
+                raise ValueError(
+                    f"{info.field_name} glob {glob!r} can match no module name: names are "
+                    "dotted paths like 'layers.0.fc' (\"\" alone is the root)"
+                )
+        return value
 
     @field_validator("module_types")
     @classmethod

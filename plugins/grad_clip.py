@@ -94,8 +94,15 @@ class GradClip:
         percentile: float = Field(default=10.0, ge=0, le=100)
         """autoclip: the percentile (0..100) of past total norms that becomes the clip norm."""
 
-        history: int = Field(default=1000, ge=1)
-        """autoclip: how many recent total norms the percentile is taken over."""
+        history: int = Field(default=1000, ge=1, le=100_000)
+        """autoclip: how many recent total norms the percentile is taken over (at most
+        100000: the percentile is recomputed over all of them at every step)."""
+
+        @field_validator("norm_type", mode="before")
+        @classmethod
+        def _inf_string(cls, value: object) -> object:
+            """The string "inf" is torch's spelling of the max norm: the one string taken."""
+            return math.inf if value == "inf" else value
 
         @field_validator("norm_type")
         @classmethod

@@ -85,8 +85,9 @@ class GradStats:
         update_ratio: bool = True
         """Add ||W_after - W_before|| / ||W_before|| to post_clip records (copies the weights)."""
 
-        histogram_bins: Annotated[int, Field(ge=0)] = 0
-        """Bins of a histogram of each parameter's finite gradient entries; 0 turns it off."""
+        histogram_bins: Annotated[int, Field(ge=0, le=1024)] = 0
+        """Bins of a histogram of each parameter's finite gradient entries; 0 turns it off.
+        At most 1024: every param_grad record carries the counts and the bin edges."""
 
         grad_output: bool = False
         """Also summarise each module call's grad_output: a backward hook on every module call."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, Self, TypeAlias
 
 import numpy as np
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 import hookgrad
 from hookgrad import Tensor
@@ -154,8 +154,9 @@ class NanGuard:
         check_parameters: bool = True
         """Check the selected parameter gradients at the optimizer step."""
 
-        max_records_per_step: int = 16
-        """Emit a nonfinite record for at most this many findings per step (0: none)."""
+        max_records_per_step: int = Field(default=16, le=10_000)
+        """Emit a nonfinite record for at most this many findings per step (0: none; at most
+        10000, so one bad step cannot flood the sinks)."""
 
         @field_validator("max_records_per_step")
         @classmethod

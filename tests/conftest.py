@@ -63,3 +63,36 @@ def entry_point() -> Callable[[str, str, str, str], _FakeEntryPoint]:
         return _FakeEntryPoint(name, value, _FakeDistribution({"Name": distribution}, version))
 
     return make
+
+
+@pytest.fixture
+def install_distribution(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """``install_distribution(dist, version, {name: "mod:Obj"}, {"mod.py": source})``.
+
+    Installs a throwaway distribution into ``tmp_path/site`` as pip would leave it (a
+    ``.dist-info`` folder with METADATA and ``entry_points.txt`` in the ``hookgrad.plugins``
+    group, beside its modules), puts that folder on ``sys.path`` for this test and returns
+    it: give it to a subprocess as ``PYTHONPATH``. No build, no network.
+    """
+    site = tmp_path / "site"
+
+    def install(
+        dist: str, version: str, entry_points: dict[str, str], files: dict[str, str]
+    ) -> Any:
+        info = site / f"{dist}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8"
+        )
+        lines = [f"{name} = {value}" for name, value in entry_points.items()]
+        (info / "entry_points.txt").write_text(
+            "[hookgrad.plugins]\n" + "\n".join(lines) + "\n", encoding="utf-8"
+        )
+        for relative, source in files.items():
+            (site / relative).parent.mkdir(parents=True, exist_ok=True)
+            (site / relative).write_text(source, encoding="utf-8")
+        return site
+
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    return install

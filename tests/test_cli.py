@@ -8,16 +8,18 @@ import re
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 from click.testing import CliRunner, Result
 
 from hookgrad.cli import CliState, main
-from hookgrad.runtime import PluginCatalog
+from hookgrad.runtime import PluginCatalog, Runtime
 
 PLUGINS = """
 from hookgrad.hookspecs import PluginConfig, hookimpl
@@ -43,6 +45,26 @@ class Scaler:
 @hookimpl
 def hookgrad_optimizer_step_pre(event):
     return None
+
+class Misspelled:
+    Config = PluginConfig
+
+    def __init__(self, config):
+        self.config = config
+
+    @hookimpl
+    def hookgrad_forwrd(self, event):
+        return None
+
+class Optional:
+    Config = PluginConfig
+
+    def __init__(self, config):
+        self.config = config
+
+    @hookimpl(optionalhook=True)
+    def hookgrad_future_hook(self, event):
+        return None
 """
 
 
@@ -56,10 +78,10 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def catalog(
+def plugin_entries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry_point: Any
-) -> Iterator[PluginCatalog]:
-    """A catalog of three plugins: a third-party class, a built-in module, a broken one."""
+) -> Iterator[list[Any]]:
+    """Entry points of three plugins: a third-party class, a built-in module, a broken one."""
     modules = tmp_path / "plugin_src"
     modules.mkdir()
     name = f"cli_plugins_{tmp_path.name.replace('-', '_')}"
@@ -71,9 +93,15 @@ def catalog(
         entry_point("steps", name, "hookgrad", "0.1.0"),
         entry_point("broken", "cli_broken:Plugin", "brokentools", "0.2"),
     ]
-    yield PluginCatalog(lambda: entries)  # type: ignore[arg-type, return-value]
+    yield entries
     sys.modules.pop(name, None)
     sys.modules.pop("cli_broken", None)
+
+
+@pytest.fixture
+def catalog(plugin_entries: list[Any]) -> PluginCatalog:
+    """The catalog of ``plugin_entries``."""
+    return PluginCatalog(lambda: plugin_entries)
 
 
 def _run(args: list[str], catalog: PluginCatalog | None = None) -> Result:
@@ -218,10 +246,27 @@ def test_plugins_with_a_broken_config_exits_2() -> None:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"[events]\njsonl = '\xff'\n", "hookgrad.toml: not UTF-8 text"),
+        (b"log_level = " + b"[" * 5000 + b"]" * 5000 + b"\n", "hookgrad.toml: nested too deeply"),
+    ],
+    ids=["not_utf8", "deep"],
+)
+def test_config_check_unreadable_toml_is_one_error_line(content: bytes, message: str) -> None:
+    """A non-UTF-8 or absurdly nested file: exit 2 and one Error line, no traceback."""
+    Path("hookgrad.toml").write_bytes(content)
+    result = _run(["config", "check"], PluginCatalog(lambda: []))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: {message}")
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_config_check_ok_names_the_file(catalog: PluginCatalog, tmp_path: Path) -> None:
     """A valid file (its plugin tables included) gives exit 0 and one OK line naming it."""
     (tmp_path / "hookgrad.toml").write_text("[plugins.scaler]\nfactor = 0.5\n")
-    result = _run(["config", "check"], catalog)
+    result = _run(["config", "check", "--import"], catalog)
     assert (result.exit_code, result.output) == (
         0,
         "OK: hookgrad.toml is a valid hookgrad config\n",
@@ -250,7 +295,7 @@ def test_config_check_typo_key_exits_2_with_did_you_mean(catalog: PluginCatalog)
 def test_config_check_validates_plugin_tables(catalog: PluginCatalog) -> None:
     """A typo in an enabled plugin's table is checked against that plugin's Config model."""
     Path("hookgrad.toml").write_text("[plugins.scaler]\nfactr = 0.5\n")
-    result = _run(["config", "check"], catalog)
+    result = _run(["config", "check", "--import"], catalog)
     assert result.exit_code == 2
     assert result.stderr.startswith(
         "Error: hookgrad.toml: unknown key 'factr' in [plugins.scaler]; did you mean 'factor'?"
@@ -271,14 +316,65 @@ def test_config_check_unknown_plugin_lists_the_available_ones(
     )
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[plugins.scaler]\nfactor = 0.5\n",
+        "[plugins.misspelled]\n",
+        "[plugins.optional]\n",
+        "[plugins.steps]\nfactr = 0.5\n",
+        '[plugins.steps]\nenabled = "no"\n',
+        'disable = ["scalr"]\n',
+        '[plugins.lost]\nclass_path = "nowhere.at_all:Thing"\n',
+        'strict = true\n[plugins.lost]\nclass_path = "nowhere.at_all:Thing"\n',
+        "autoload = false\n[plugins.scaler]\n",
+        "autoload = false\nstrict = true\n[plugins.scaler]\n",
+        "[plugins.broken]\n",
+        "strict = true\n[plugins.broken]\n",
+        '[events]\njsonl = "."\n',
+        '[events]\njsonl = "hookgrad.toml"\n',
+        '[events]\njsonl = "runs/e.jsonl"\n',
+    ],
+    ids=lambda text: text.replace("\n", " ").strip(),
+)
+@pytest.mark.parametrize("execute", [False, True], ids=["no_import", "import"])
+def test_config_check_accepts_what_runtime_accepts(
+    plugin_entries: list[Any], entry_point: Any, tmp_path: Path, text: str, execute: bool
+) -> None:
+    """config check --import fails exactly when building a Runtime fails; without --import
+    too, except where only running the plugin's code shows the failure: a note says so."""
+    module = plugin_entries[0].value.partition(":")[0]
+    entries = [
+        *plugin_entries,
+        entry_point("misspelled", f"{module}:Misspelled", "hookgrad", "0"),
+        entry_point("optional", f"{module}:Optional", "hookgrad", "0"),
+    ]
+    (tmp_path / "hookgrad.toml").write_text(text)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            Runtime(environ={}, catalog=PluginCatalog(lambda: entries)).close()
+    except (ValueError, RuntimeError, pluggy.PluginValidationError):
+        runtime_accepts = False
+    else:
+        runtime_accepts = True
+    args = ["config", "check", *(["--import"] if execute else [])]
+    result = _run(args, PluginCatalog(lambda: entries))
+    if "optional" in text:  # an optionalhook may name a hook this hookgrad lacks
+        assert runtime_accepts
+    unchecked = not execute and "not checked without --import" in result.output
+    assert (result.exit_code == 0) == runtime_accepts or (unchecked and result.exit_code == 0)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+
+
 def test_config_check_import_failure_warns_unless_strict(catalog: PluginCatalog) -> None:
     """An enabled plugin that fails to import is a warning (exit 0), an error with strict."""
     Path("hookgrad.toml").write_text("[plugins.broken]\n")
-    result = _run(["config", "check"], catalog)
+    result = _run(["config", "check", "--import"], catalog)
     assert result.exit_code == 0
     assert result.stderr.startswith("warning: plugin 'broken' (entry point broken = cli_broken")
     Path("hookgrad.toml").write_text("strict = true\n[plugins.broken]\n")
-    result = _run(["config", "check"], catalog)
+    result = _run(["config", "check", "--import"], catalog)
     assert result.exit_code == 2
     assert "ImportError('missing dependency: scipy') (strict = true)" in result.stderr
 
@@ -414,3 +510,127 @@ def test_demo_with_a_record_it_cannot_draw_fails_naming_it(
         "Input should be a valid string, got 5"
     )
     assert isinstance(result.exception, SystemExit)
+
+
+# --------------------------------------------------------------------------------------------
+# Checking runs no code (real subprocesses: python -m hookgrad)
+# --------------------------------------------------------------------------------------------
+
+_MARKING_PLUGIN = """
+from pathlib import Path
+
+Path({marker!r}).write_text("imported")
+
+from hookgrad.hookspecs import PluginConfig
+
+
+class Plugin:
+    class Config(PluginConfig):
+        level: int = 1
+
+    def __init__(self, config):
+        self.config = config
+"""
+
+
+def _hookgrad(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m hookgrad ARGS`` in ``cwd`` with no HOOKGRAD_* variable but ``env``."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("HOOKGRAD_")}
+    return subprocess.run(
+        [sys.executable, "-m", "hookgrad", *args],
+        cwd=cwd,
+        env={**environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_config_check_does_not_import_a_class_path_unless_asked(tmp_path: Path) -> None:
+    """config check finds a class_path module without running it; --import runs it."""
+    marker = tmp_path / "imported.txt"
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "their_plugin.py").write_text(_MARKING_PLUGIN.format(marker=str(marker)))
+    (work / "hookgrad.toml").write_text(
+        '[plugins.theirs]\nclass_path = "their_plugin:Plugin"\nlevel = 2\n'
+    )
+    done = _hookgrad(["config", "check"], work)
+    assert (done.returncode, marker.exists()) == (0, False), done.stderr
+    assert (
+        "not checked without --import: [plugins.theirs] (class_path their_plugin:Plugin, "
+        f"module found at {work / 'their_plugin.py'})"
+    ) in done.stdout
+    done = _hookgrad(["config", "check", "--import"], work)
+    assert (done.returncode, marker.exists()) == (0, True), done.stderr
+    assert "not checked" not in done.stdout
+
+
+def test_autoload_off_imports_no_third_party_plugin(
+    tmp_path: Path, install_distribution: Any
+) -> None:
+    """HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD=1: plugins and config check leave an installed one unrun."""
+    marker = tmp_path / "imported.txt"
+    site = install_distribution(
+        "markertools", "1.0", {"marker": "marker_plugin:Plugin"},
+        {"marker_plugin.py": _MARKING_PLUGIN.format(marker=str(marker))},
+    )  # fmt: skip
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "hookgrad.toml").write_text("[plugins.marker]\nlevel = 2\n")
+    off = {"PYTHONPATH": str(site), "HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    for args in (["plugins"], ["config", "check"], ["config", "check", "--import"]):
+        done = _hookgrad(args, work, **off)
+        assert (done.returncode, marker.exists()) == (0, False), (args, done.stderr)
+    assert "autoload is off" in done.stderr
+    done = _hookgrad(["plugins"], work, PYTHONPATH=str(site))
+    assert (done.returncode, marker.exists()) == (0, True), done.stderr
+
+
+@pytest.mark.parametrize("blocker", ["events.jsonl", "loss.csv", "gradient_flow.svg"])
+def test_demo_out_names_the_file_it_cannot_write(blocker: str) -> None:
+    """A folder standing where demo --out writes a file: the error names that file."""
+    (Path("run") / blocker).mkdir(parents=True)
+    Path("hookgrad.toml").write_text("[plugins.grad_stats]\nsummary = false\n")
+    result = _run(["demo", "--steps", "2", "--out", "run"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: cannot write {Path('run', blocker)}: ")
+    assert "Traceback" not in result.output
+
+
+def test_plugins_survives_a_plugin_that_exits_at_import(
+    tmp_path: Path, install_distribution: Any
+) -> None:
+    """An installed plugin calling sys.exit(4) at import is one failed row, not the end."""
+    site = install_distribution(
+        "exittools", "0.3", {"quitter": "quitter_plugin:Plugin"},
+        {"quitter_plugin.py": "import sys\nsys.exit(4)\n"},
+    )  # fmt: skip
+    done = _hookgrad(["plugins"], tmp_path, PYTHONPATH=str(site))
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith("quitter "))
+    assert row.split()[1:4] == ["exittools", "0.3", "third-party"]
+    assert row.endswith("import failed: SystemExit(4)")
+    assert "grad_clip " in done.stdout  # the listing went on
+
+
+def test_plugins_shows_a_name_two_distributions_register(
+    tmp_path: Path, install_distribution: Any
+) -> None:
+    """Both distributions of an ambiguous name get a row saying so; neither is imported."""
+    install_distribution("cliptools", "1.0", {"clip": "cliptools_plugin:Clip"}, {})
+    install_distribution("otherclip", "2.1", {"clip": "otherclip_plugin:Clip"}, {})
+    Path("hookgrad.toml").write_text("[plugins.clip]\n")
+    result = _run(["plugins"], PluginCatalog())
+    assert result.exit_code == 0, result.output
+    rows = [re.split(r"\s{2,}", line) for line in result.output.splitlines()]
+    assert [row for row in rows if row[0] == "clip"] == [
+        ["clip", "cliptools 1.0", "third-party", "ambiguous (also registered by otherclip)",
+         "(not imported: the name is ambiguous)"],
+        ["clip", "otherclip 2.1", "third-party", "ambiguous (also registered by cliptools)",
+         "(not imported: the name is ambiguous)"],
+    ]  # fmt: skip
+    result = _run(["config", "check"], PluginCatalog())
+    assert result.exit_code == 2
+    assert "is ambiguous: 2 distributions register it" in result.stderr

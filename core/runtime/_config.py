@@ -11,6 +11,7 @@ key at every depth; any other value (lists included) replaces the lower layer's 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ._errors import ConfigError, Loc, Origin, validate_model
+from ._errors import ConfigError, Loc, Origin, dotted, split_loc, validate_model
 from ._logfile import Durability, refusal
 
 __all__ = [
@@ -41,6 +42,9 @@ PYPROJECT_TABLE: Final = ("tool", "hookgrad")
 ENV_CONFIG: Final = "HOOKGRAD_CONFIG"
 ENV_PLUGINS: Final = "HOOKGRAD_PLUGINS"
 ENV_DISABLE_AUTOLOAD: Final = "HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD"
+
+MAX_DEPTH: Final = 32
+"""How deep tables and arrays may nest in a config; a real config needs five levels at most."""
 
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"", "0", "false", "no", "off"})
@@ -252,6 +256,7 @@ def load_config(
     merged: Table = {}
     provenance: Provenance = {}
     for layer, layer_origin in layers:
+        _check_depth(layer, layer_origin)
         _merge(merged, layer, layer_origin, provenance, ())
     config = validate_model(RuntimeConfig, merged, lambda loc: _origin_at(provenance, loc))
     return LoadedConfig(config, path, tuple(o.label for _, o in layers), provenance)
@@ -290,15 +295,23 @@ def _read_file(path: Path, cwd: Path, *, required: bool = True, via: str | None 
     """
     origin = _file_origin(path, cwd)
     try:
-        with path.open("rb") as f:
-            document = tomllib.load(f)
+        raw = path.read_bytes()
     except OSError as exc:
         named = f" (named by {via})" if via else ""
         raise ConfigError(
             f"{origin.where}: cannot read config file{named}: {exc.strerror}", path=path
         ) from None
+    try:
+        document = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(raw, exc, origin) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{origin.where}: invalid TOML: {exc}", path=path) from None
+    except RecursionError:  # tomllib recurses once per level of nesting
+        raise ConfigError(
+            f"{origin.where}: nested too deeply (at most {MAX_DEPTH} levels of tables and arrays)",
+            path=path,
+        ) from None
     if not origin.prefix:
         return document
     tool = document.get("tool")
@@ -311,6 +324,55 @@ def _read_file(path: Path, cwd: Path, *, required: bool = True, via: str | None 
             path=path,
         )
     return table
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]")
+_KEY = re.compile(r"^\s*([^=\s][^=]*?)\s*=")
+
+
+def _not_utf8(raw: bytes, exc: UnicodeDecodeError, origin: Origin) -> ConfigError:
+    """The error for a file that is not UTF-8: the byte, its line and column, and the key and
+    table of that line when it has one (found by reading the valid text before the byte)."""
+    before = raw[: exc.start].decode("utf-8").splitlines(keepends=True) or [""]
+    if before[-1].endswith(("\n", "\r")):
+        before.append("")
+    line, column = len(before), len(before[-1]) + 1
+    match = _KEY.match(before[-1])
+    headers = (_HEADER.match(text) for text in reversed(before[:-1]))
+    header = next((h.group(1) for h in headers if h is not None), "")
+    table = header.removeprefix(".".join(origin.prefix) + ".") if origin.prefix else header
+    message = (
+        f"{origin.where}: not UTF-8 text (TOML files are UTF-8): byte 0x{raw[exc.start]:02x} "
+        f"at line {line}, column {column}"
+    )
+    if match is None:
+        return ConfigError(message, path=origin.path)
+    key = match.group(1)
+    where = f"in [{header}]" if header else "at the top level"
+    return ConfigError(
+        f"{message}, in the value of {key!r} {where}", path=origin.path, table=table, key=key
+    )
+
+
+def _check_depth(layer: Mapping[str, Any], origin: Origin) -> None:
+    """Refuse a layer nested deeper than MAX_DEPTH, naming where (merging and validation
+    recurse once per level, so a deeper one would end in a RecursionError)."""
+    pending: list[tuple[Any, Loc]] = [(layer, ())]
+    while pending:
+        value, loc = pending.pop()
+        if len(loc) > MAX_DEPTH:
+            table, key = split_loc(loc)
+            raise ConfigError(
+                f"{origin.where}: nested too deeply: {dotted((*origin.prefix, *loc))} is "
+                f"{len(loc)} levels deep (at most {MAX_DEPTH} levels of tables and arrays)",
+                path=origin.path,
+                table=dotted(table),
+                key=key,
+            )
+        if isinstance(value, Mapping):
+            pending.extend((item, (*loc, str(k))) for k, item in value.items())
+        elif isinstance(value, list | tuple):
+            pending.extend((item, (*loc, i)) for i, item in enumerate(value))
 
 
 def _file_origin(path: Path, cwd: Path) -> Origin:

@@ -11,7 +11,7 @@ from typing import Any, TypeAlias, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["ConfigError", "Origin", "validate_model"]
+__all__ = ["ConfigError", "Origin", "dotted", "split_loc", "validate_model"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -102,9 +102,9 @@ def _config_error(
     errors = exc.errors(include_url=False)
     first = errors[0]
     loc = tuple(first["loc"]) if first["type"] == "missing" else _present(data, first["loc"])
-    table_loc, key = _split(loc)
+    table_loc, key = split_loc(loc)
     origin = origin_of((*base, *loc))
-    table = _dotted((*base, *table_loc))
+    table = dotted((*base, *table_loc))
     where_in = _where_in((*origin.prefix, *base, *table_loc))
     valid: tuple[str, ...] = ()
     if first["type"] == "extra_forbidden":
@@ -113,7 +113,7 @@ def _config_error(
     elif first["type"] == "missing":
         message = f"missing required key {key!r} {where_in}"
     elif first["type"] in _TABLE_TYPES:
-        full = _dotted((*origin.prefix, *base, *loc))
+        full = dotted((*origin.prefix, *base, *loc))
         message = f"[{full}] must be a table, got {_shown(first['input'])}"
     elif first["type"] == "value_error":  # a validator's own message, which shows the value
         reason = first["msg"].removeprefix("Value error, ")
@@ -147,15 +147,15 @@ def _has(node: Any, part: str | int) -> bool:
     return isinstance(node, list | tuple) and isinstance(part, int) and 0 <= part < len(node)
 
 
-def _split(loc: Loc) -> tuple[Loc, str]:
+def split_loc(loc: Loc) -> tuple[Loc, str]:
     """``loc`` as (table, key): ``("disable", 1)`` -> ``((), "disable[1]")``."""
     last = max((i for i, part in enumerate(loc) if isinstance(part, str)), default=None)
     if last is None:
-        return (), _dotted(loc)
-    return loc[:last], _dotted(loc[last:])
+        return (), dotted(loc)
+    return loc[:last], dotted(loc[last:])
 
 
-def _dotted(loc: Loc) -> str:
+def dotted(loc: Loc) -> str:
     """``("plugins", "a", "steps", 0)`` -> ``"plugins.a.steps[0]"``."""
     text = ""
     for part in loc:
@@ -164,7 +164,7 @@ def _dotted(loc: Loc) -> str:
 
 
 def _where_in(table: Loc) -> str:
-    return f"in [{_dotted(table)}]" if table else "at the top level"
+    return f"in [{dotted(table)}]" if table else "at the top level"
 
 
 def _suggest(key: str, valid: Sequence[str]) -> str:

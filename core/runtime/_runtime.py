@@ -7,47 +7,34 @@ bridge's module hooks and the training-loop points); :meth:`Runtime.close` undoe
 ``with Runtime(...) as rt:`` does both. :func:`configure` keeps one *default* runtime, the
 only state this module holds (:data:`_DEFAULT`).
 
-Which plugins are active (:func:`_active_plugins`), per ``[plugins.NAME]`` table in config
-order (``HOOKGRAD_PLUGINS=a,b`` adds tables ``{enabled = true}``):
-
-* a name listed in ``disable`` is never activated, whatever its table says;
-* a table with ``enabled = false`` is skipped without importing anything;
-* a table with ``class_path`` imports that class, entry point or not, autoload or not;
-* otherwise the name must be an entry point of ``hookgrad.plugins`` (an unknown name is a
-  ConfigError listing the available ones); a third-party one (not shipped by hookgrad) is
-  skipped with a PluginImportWarning when ``autoload`` is off (config or
-  ``HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD``).
-
-A plugin that fails to load warns and is skipped (``strict = true``: raises PluginLoadError).
+Which plugins are active is decided by :func:`._activation.check_config`, the path
+``hookgrad config check`` follows too: a ``[plugins.NAME]`` table activates the plugin NAME
+unless ``enabled = false`` or NAME is in ``disable``; a name that matches nothing is a
+ConfigError. A third-party plugin is skipped with a PluginImportWarning while ``autoload`` is
+off (config or ``HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD``), and a plugin that fails to load warns
+and is skipped (``strict = true``: both raise PluginLoadError).
 Installed plugins without a table are never activated: a gradient plugin changes training,
 so it runs only when named.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
 import types
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Any, cast
+from typing import Any
 
 import pluggy
 from structlog.typing import FilteringBoundLogger
 
 from ..hookspecs import PROJECT_NAME, PluginConfig, PluginRecord, call_order, specs
+from ._activation import check_config, plugin_settings
 from ._bridge import HookBridge
 from ._config import LoadedConfig, load_config, validate_plugin_table
-from ._discovery import (
-    LoadedPlugin,
-    PluginCatalog,
-    PluginImportWarning,
-    PluginLoadError,
-    load_class_path,
-)
-from ._errors import ConfigError, validate_model
+from ._discovery import LoadedPlugin, PluginCatalog, PluginImportWarning, PluginLoadError
 from ._logfile import LogFileError
 from ._logging import make_logger
 from ._loop import LoopHooks
@@ -76,8 +63,10 @@ class Runtime:
         catalog: the installed plugins (default: the process-wide catalog, scanned once).
 
     Raises:
-        ConfigError: a bad config value, a bad key in a plugin table, an unknown plugin name.
+        ConfigError: a bad config value, a bad key in a plugin table, an unknown plugin name
+            (in a table or ``disable``), a name two distributions register.
         PluginLoadError: a plugin failed to load and ``strict = true``.
+        pluggy.PluginValidationError: a plugin implements a hook that is no hookspec.
     """
 
     def __init__(
@@ -94,12 +83,10 @@ class Runtime:
         self._pm.add_hookspecs(specs)
         self._plugins: dict[str, object] = {}
         self._configs: dict[str, PluginConfig] = {}
-        for loaded in _active_plugins(self._config, catalog or _DEFAULT.catalog()):
-            name = loaded.source.name
-            model = cast(type[PluginConfig], loaded.config_model)
-            config = self._config.plugin_config(name, model)
-            self._add(name, loaded.create(config), config)
         base = Path.cwd() if cwd is None else Path(cwd)
+        for loaded in _active_plugins(self._config, catalog or _DEFAULT.catalog(), base):
+            config = plugin_settings(self._config, loaded)
+            self._add(loaded.source.name, loaded.create(config), config)
         self._sinks, self._memory = _build_sinks(self._config, base)
         self._log: FilteringBoundLogger = make_logger(self._config.config.log_level, self._sinks)
         self._bridge = HookBridge(self._pm, self._configs, on_error_log=self._log_plugin_error)
@@ -431,61 +418,14 @@ def _inside(path: Path, folder: Path) -> bool:
     return path.resolve().is_relative_to(folder.resolve())
 
 
-def _active_plugins(loaded: LoadedConfig, catalog: PluginCatalog) -> list[LoadedPlugin]:
-    """The plugins to activate, loaded, in config order (rules in the module docstring)."""
-    config = loaded.config
+def _active_plugins(loaded: LoadedConfig, catalog: PluginCatalog, base: Path) -> list[LoadedPlugin]:
+    """The plugins to activate, loaded, in config order (rules in :mod:`._activation`)."""
     active = []
-    for name, table in config.plugins.items():
-        if name in config.disable or table.get("enabled", True) is False:
-            continue
+    for planned in check_config(loaded, catalog, base):
         try:
-            plugin = _load(loaded, catalog, name, table)
+            active.append(planned.load(catalog))
         except PluginLoadError as error:
-            if config.strict:
+            if loaded.config.strict:
                 raise
             warnings.warn(str(error), PluginImportWarning, stacklevel=4)
-            continue
-        active.append(plugin)
     return active
-
-
-def _load(
-    loaded: LoadedConfig, catalog: PluginCatalog, name: str, table: Mapping[str, Any]
-) -> LoadedPlugin:
-    """Load one named plugin (PluginLoadError for a third-party one when autoload is off)."""
-    if "class_path" in table:
-        checked = validate_model(
-            PluginConfig, {"class_path": table["class_path"]}, loaded._origin, ("plugins", name)
-        )
-        if checked.class_path is not None:
-            return load_class_path(name, checked.class_path)
-    sources = catalog.sources()
-    if name not in sources:
-        raise unknown_plugin_error(loaded, name, sorted(sources))
-    source = sources[name]
-    if not source.builtin and not loaded.config.autoload:
-        setter = loaded._origin(("autoload",)).label
-        raise PluginLoadError(
-            name,
-            source.describe(),
-            f"third-party plugins are not loaded: autoload is off (set by {setter}); "
-            "give its table a class_path to load it anyway",
-        )
-    return catalog.load(name)
-
-
-def unknown_plugin_error(loaded: LoadedConfig, name: str, available: list[str]) -> ConfigError:
-    """The error for ``[plugins.NAME]`` naming no installed plugin: where, a guess, the choices."""
-    origin = loaded._origin(("plugins", name))
-    header = ".".join((*origin.prefix, "plugins", name))
-    close = difflib.get_close_matches(name, available, n=1)
-    guess = f"did you mean {close[0]!r}? " if close else ""
-    listing = ", ".join(available) if available else "none installed"
-    return ConfigError(
-        f"{origin.where}: unknown plugin {name!r} ([{header}]); {guess}available plugins: "
-        f"{listing} (a plugin without entry point needs a class_path)",
-        path=origin.path,
-        table="plugins",
-        key=name,
-        valid_keys=available,
-    )

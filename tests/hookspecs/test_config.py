@@ -43,9 +43,11 @@ def test_unknown_key_is_rejected_by_name() -> None:
 def test_subclass_validates_its_own_fields_and_the_common_ones() -> None:
     """A subclass accepts common and own keys, rejects unknown ones and bad values."""
     config = ClipConfig.model_validate(
-        {"max_norm": "2.5", "modules": ["layers.*"], "on_error": "warn"}
+        {"max_norm": 2.5, "modules": ["layers.*"], "on_error": "warn"}
     )
     assert (config.max_norm, config.modules, config.on_error) == (2.5, ("layers.*",), "warn")
+    with pytest.raises(pydantic.ValidationError, match="max_norm"):
+        ClipConfig.model_validate({"max_norm": "2.5"})  # strict, in subclasses too
     with pytest.raises(pydantic.ValidationError, match="max_nrom"):
         ClipConfig.model_validate({"max_nrom": 1.0})
     with pytest.raises(pydantic.ValidationError, match="mode"):
@@ -81,6 +83,15 @@ def test_module_types_are_class_names() -> None:
     assert PluginConfig(module_types=["Linear", "Conv2d"]).module_types == ("Linear", "Conv2d")
     with pytest.raises(pydantic.ValidationError, match="class names like 'Linear'"):
         PluginConfig(module_types=["nn.Linear"])
+
+
+@pytest.mark.parametrize("glob", ["layers.", ".fc", "layers..0", "*..norm"])
+@pytest.mark.parametrize("field", ["modules", "exclude"])
+def test_a_glob_no_module_name_can_match_is_rejected(field: str, glob: str) -> None:
+    """A glob with an empty dotted part matches no module name ever: an error, not a no-op."""
+    with pytest.raises(pydantic.ValidationError, match=f"{field}.*can match no module name"):
+        PluginConfig.model_validate({field: ["fc", glob]})
+    assert PluginConfig(modules=["", "*", "layers.*", "*.norm"]).modules[0] == ""
 
 
 # (modules, exclude, module_types, module_name, module_type) -> selected

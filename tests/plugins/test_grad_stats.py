@@ -425,6 +425,7 @@ def test_summary_off_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     [
         ({"every_n_steps": 0}, "every_n_steps\n  Input should be greater than or equal to 1"),
         ({"histogram_bins": -1}, "histogram_bins\n  Input should be greater than or equal to 0"),
+        ({"histogram_bins": 10**9}, "histogram_bins\n  Input should be less than or equal to 1024"),
         (
             {"histogram_bins": 8, "per_parameter": False},
             "histogram_bins\n  Value error, histogram_bins = 8 needs per_parameter = true",

@@ -533,6 +533,7 @@ def test_activated_by_entry_point_name_from_config(
     [
         ({"action": "explode"}, "'raise', 'warn', 'zero' or 'skip_step'"),
         ({"max_records_per_step": -1}, "max_records_per_step must be 0 or more, got -1"),
+        ({"max_records_per_step": 10**9}, "Input should be less than or equal to 10000"),
         (
             {"check_forward": False, "check_backward": False, "check_parameters": False},
             "detects nothing",

@@ -144,6 +144,43 @@ def test_toml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
     assert (error.path, error.table, error.key) == (tmp_path / "hookgrad.toml", None, None)
 
 
+def test_non_utf8_file_names_the_file_line_and_key(tmp_path: Path) -> None:
+    """A Latin-1 byte in a value: a ConfigError naming the file, the line, the table and key."""
+    (tmp_path / "hookgrad.toml").write_bytes(b'log_level = "info"\n[events]\njsonl = "caf\xe9"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(cwd=tmp_path)
+    assert str(info.value) == (
+        "hookgrad.toml: not UTF-8 text (TOML files are UTF-8): byte 0xe9 at line 3, column 13, "
+        "in the value of 'jsonl' in [events]"
+    )
+    assert (info.value.path, info.value.table, info.value.key) == (
+        tmp_path / "hookgrad.toml",
+        "events",
+        "jsonl",
+    )
+
+
+@pytest.mark.parametrize("opening", ["[", "{a = "], ids=["arrays", "inline_tables"])
+def test_deeply_nested_toml_is_a_config_error(tmp_path: Path, opening: str) -> None:
+    """Nesting past what the parser can recurse into is a ConfigError naming the file."""
+    closing = "]" if opening == "[" else "}"
+    text = "[plugins.grad_clip]\nk = " + opening * 3000 + "1" + closing * 3000 + "\n"
+    error = load_file(tmp_path, text)
+    assert str(error).startswith("hookgrad.toml: nested too deeply")
+    assert error.path == tmp_path / "hookgrad.toml"
+
+
+def test_deeply_nested_dict_source_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    """A dict source nested past the limit names the key where the limit is crossed."""
+    value: object = 1
+    for _ in range(200):
+        value = {"a": value}
+    with pytest.raises(ConfigError) as info:
+        load_config({"plugins": {"grad_clip": {"k": value}}}, cwd=tmp_path)
+    assert str(info.value).startswith("config dict: nested too deeply: plugins.grad_clip.k.a.a.a")
+    assert info.value.path is None and info.value.key == "a"
+
+
 def test_missing_hookgrad_config_file_names_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -264,3 +301,28 @@ def test_plugin_config_blames_hookgrad_plugins_for_its_enabled_key(
         ConfigError, match=r"^HOOKGRAD_PLUGINS: unknown key 'enabled' in \[plugins.bare\]"
     ):
         load_config(cwd=tmp_path).plugin_config("bare", Bare)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"max_norm": True}, "'max_norm' in [plugins.grad_clip]: Input should be a valid number"),
+        ({"max_norm": "0.5"}, "'max_norm' in [plugins.grad_clip]: Input should be a valid number"),
+        ({"enabled": "no"}, "'enabled' in [plugins.grad_clip]: Input should be a valid boolean"),
+        ({"modules": "layers.*"}, "'modules' in [plugins.grad_clip]: Input should be a valid"),
+        ({"modules": [1]}, "'modules[0]' in [plugins.grad_clip]: Input should be a valid string"),
+    ],
+)
+def test_plugin_tables_are_not_coerced(table: dict[str, object], message: str) -> None:
+    """A plugin table is as strict as the top level: a bool, str or int of the wrong type fails."""
+    with pytest.raises(ConfigError) as info:
+        validate_plugin_table("grad_clip", table, GradClipConfig, path="hookgrad.toml")
+    assert str(info.value).startswith(f"hookgrad.toml: invalid value for {message}")
+
+
+def test_plugin_tables_take_an_int_for_a_float_and_lists_for_tuples() -> None:
+    """max_norm = 1 is 1.0, as torch takes it; TOML arrays fill the tuple settings."""
+    config = validate_plugin_table(
+        "grad_clip", {"max_norm": 1, "modules": ["a", "b"]}, GradClipConfig, path="h.toml"
+    )
+    assert (config.max_norm, type(config.max_norm), config.modules) == (1.0, float, ("a", "b"))

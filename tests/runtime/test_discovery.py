@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from hookgrad.hookspecs import PluginConfig
+from hookgrad.runtime import ConfigError, Runtime
 from hookgrad.runtime._discovery import (
     PluginCatalog,
     PluginImportWarning,
@@ -144,3 +146,71 @@ def test_real_environment_scan_works():
     """The default catalog reads this environment's entry points without importing them."""
     sources = PluginCatalog().sources()
     assert all(source.name == name for name, source in sources.items())
+
+
+def test_sys_exit_at_import_is_a_plugin_failure_not_the_end(tmp_path: Path) -> None:
+    """A class_path module calling sys.exit(3) at import: Runtime() warns and the process goes on."""
+    (tmp_path / "exiting_plugin.py").write_text("import sys\nsys.exit(3)\n")
+    script = textwrap.dedent(
+        """
+        import hookgrad
+        table = {"class_path": "exiting_plugin:Plugin"}
+        runtime = hookgrad.Runtime({"plugins": {"quits": table}}, environ={})
+        print("still running; plugins:", list(runtime.plugins))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "still running; plugins: []\n"
+    assert (
+        "plugin 'quits' (class_path exiting_plugin:Plugin) could not be loaded: SystemExit(3)"
+        in (done.stderr)
+    )
+
+
+def test_keyboard_interrupt_at_import_propagates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Ctrl-C while a plugin imports stops the program: it is no plugin failure to isolate."""
+    (tmp_path / "interrupted_plugin.py").write_text("raise KeyboardInterrupt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        load_class_path("slow", "interrupted_plugin:Plugin")
+
+
+def test_an_object_that_is_no_plugin_is_named_by_its_entry_point(plugin_module, entry_point):
+    """An entry point naming neither a class nor a module: group, name, value, distribution."""
+    __import__(plugin_module).NOT_A_PLUGIN = _Loud()
+    catalog = PluginCatalog(
+        lambda: [entry_point("odd", f"{plugin_module}:NOT_A_PLUGIN", "gradtools", "1.4")]
+    )
+    with pytest.raises(PluginLoadError) as info:
+        catalog.load("odd")
+    assert str(info.value) == (
+        f"plugin 'odd' (entry point odd = {plugin_module}:NOT_A_PLUGIN in gradtools 1.4 "
+        "(hookgrad.plugins)) could not be loaded: expected a plugin class or module, got _Loud"
+    )
+
+
+class _Loud:
+    """An object whose repr would flood an error message."""
+
+    def __repr__(self) -> str:
+        return "<" + "loud " * 100 + ">"
+
+
+def test_a_name_two_distributions_register_is_ambiguous(install_distribution: Any) -> None:
+    """Two installed distributions registering 'clip': activating it names both."""
+    install_distribution("cliptools", "1.0", {"clip": "cliptools_plugin:Clip"}, {})
+    install_distribution("otherclip", "2.1", {"clip": "otherclip_plugin:Clip"}, {})
+    catalog = PluginCatalog()
+    assert [s.distribution for s in catalog.clashes()["clip"]] == ["cliptools", "otherclip"]
+    with pytest.raises(ConfigError) as info:
+        Runtime({"plugins": {"clip": {}}}, environ={}, catalog=catalog)
+    assert str(info.value) == (
+        "config dict: plugin 'clip' ([plugins.clip]) is ambiguous: 2 distributions register "
+        "it: entry point clip = cliptools_plugin:Clip in cliptools 1.0 (hookgrad.plugins); "
+        "entry point clip = otherclip_plugin:Clip in otherclip 2.1 (hookgrad.plugins). "
+        "Uninstall one, or give the table a class_path to choose"
+    )

@@ -146,6 +146,32 @@ def test_disable_blocks_a_plugin_enabled_by_table_and_environment(catalog):
     rt.close()
 
 
+def test_a_name_in_disable_that_matches_nothing_is_an_error(tmp_path, catalog):
+    """disable = ["scalr"] names no plugin: a ConfigError with a did-you-mean, not ignored."""
+    (tmp_path / "hookgrad.toml").write_text('disable = ["recorder", "scalr"]\n')
+    with pytest.raises(ConfigError) as info:
+        Runtime(cwd=tmp_path, environ={}, catalog=catalog)
+    assert str(info.value) == (
+        "hookgrad.toml: unknown plugin 'scalr' in disable; did you mean 'scaler'? "
+        "available plugins: broken, recorder, scaler"
+    )
+    assert (info.value.table, info.value.key) == ("", "disable[1]")
+
+
+def test_a_disabled_hookgrad_plugins_name_that_matches_nothing_is_an_error(catalog):
+    """HOOKGRAD_PLUGINS=scalr is an unknown plugin even when disable lists it too."""
+    with pytest.raises(ConfigError, match=r"^HOOKGRAD_PLUGINS: unknown plugin 'scalr'.*'scaler'"):
+        Runtime({"disable": ["scalr"]}, environ={"HOOKGRAD_PLUGINS": "scalr"}, catalog=catalog)
+
+
+def test_a_class_path_name_may_be_disabled(plugin_module, catalog):
+    """A table with a class_path gives a name that disable may list."""
+    table = {"class_path": f"{plugin_module.__name__}:Recorder"}
+    rt = Runtime({"disable": ["mine"], "plugins": {"mine": table}}, environ={}, catalog=catalog)
+    assert dict(rt.plugins) == {}
+    rt.close()
+
+
 def test_autoload_off_skips_third_party_plugins_only(catalog):
     """With autoload off a third-party plugin is skipped with a warning; built-ins still load."""
     source = {"plugins": {"recorder": {}, "scaler": {}}}
