@@ -14,7 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-__all__ = ["BackwardBegin", "BackwardEnd", "Engine", "Removable", "StepGate", "StepPost"]
+__all__ = [
+    "BackwardBegin",
+    "BackwardEnd",
+    "Engine",
+    "Grads",
+    "ModuleCall",
+    "ModuleHooks",
+    "Removable",
+    "StepGate",
+    "StepPost",
+]
 
 BackwardBegin: TypeAlias = Callable[[Any, Any], Any]
 """``begin(root, seed) -> replacement seed or None``: before the walk, once per root."""
@@ -27,6 +37,44 @@ StepGate: TypeAlias = Callable[[Any], bool]
 
 StepPost: TypeAlias = Callable[[Any], None]
 """``hook(optimizer)``: after each step taken (not after a vetoed one)."""
+
+
+Grads: TypeAlias = tuple[Any, ...]
+"""Gradients of a module call's inputs or outputs, one entry each (None where there is none)."""
+
+
+class ModuleCall(Protocol):
+    """One module call's backward events: what the engine calls during backward.
+
+    A return value other than None replaces the gradients (same length), as the return of a
+    torch full backward pre-hook (``grad_output``) or full backward hook (``grad_input``) does.
+    """
+
+    def backward_pre(self, grad_output: Grads) -> Grads | None:
+        """The gradients of the call's outputs are known; the module's backward is next."""
+        ...
+
+    def full_backward(self, grad_input: Grads, grad_output: Grads) -> Grads | None:
+        """The gradients of the call's inputs are known (None for inputs needing none)."""
+        ...
+
+
+class ModuleHooks(Protocol):
+    """What an engine calls around every module call (the runtime's bridge implements it)."""
+
+    def forward_pre(self, module: Any, args: tuple[Any, ...]) -> tuple[ModuleCall | None, Any]:
+        """Before the call: (the call's backward receiver or None, replacement args or None)."""
+        ...
+
+    def forward(
+        self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any
+    ) -> Any:
+        """After the call: a replacement output, or None."""
+        ...
+
+    def forward_failed(self, module: Any) -> None:
+        """The call raised; nothing of it reaches backward."""
+        ...
 
 
 class Removable(Protocol):

@@ -81,3 +81,13 @@ def test_a_step_on_the_stand_in_changes_nothing(kind: str) -> None:
     for key, value in optimizer.state[param].items():
         assert torch.equal(torch.as_tensor(value), torch.as_tensor(state[key])), key
     assert stand_in.param_groups[0]["lr"] == 0.1 and optimizer.param_groups[0]["params"] == [param]
+
+
+def test_a_callback_queued_in_a_backward_runs_when_it_ends() -> None:
+    """at_backward_end from a tensor hook: runs after every gradient, .grad included, is set."""
+    x = torch.ones(2, requires_grad=True)
+    y = x * 3
+    seen: list[Any] = []
+    y.register_hook(lambda g: _private.at_backward_end(lambda: seen.append(x.grad.clone())))
+    y.sum().backward()
+    assert len(seen) == 1 and torch.equal(seen[0], torch.full((2,), 3.0))

@@ -1,8 +1,9 @@
 """PyTorch's adapter: the runtime's engine interface on torch models (the only code importing torch).
 
 Module, tensor and optimizer API are torch's own, which hookgrad mirrors; what torch lacks a
-public hook for is built here: the backward observer (:mod:`._backward`) and the optimizer step
-gate (:mod:`._steps`). Every reliance on torch's private state sits in :mod:`._private`.
+public hook for is built here: the backward observer (:mod:`._backward`), the optimizer step
+gate (:mod:`._steps`) and module backward events that survive in-place modules
+(:mod:`._module_hooks`). Every reliance on torch's private state sits in :mod:`._private`.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from typing import Final
 
 import torch
 
-from .._protocol import BackwardBegin, BackwardEnd, Removable, StepGate, StepPost
+from .._protocol import BackwardBegin, BackwardEnd, ModuleHooks, Removable, StepGate, StepPost
 from ._backward import observe_backward
+from ._module_hooks import install_module_hooks
 from ._steps import gate_optimizer_steps, on_optimizer_step_post
 
 __all__ = ["TorchEngine"]
@@ -25,6 +27,11 @@ class TorchEngine:
 
     def owns(self, value: object) -> bool:
         return isinstance(value, torch.Tensor)
+
+    def install_module_hooks(self, hooks: ModuleHooks, *, backward: bool) -> Removable:
+        """Call ``hooks`` around every module call, and (``backward``) route each call's
+        backward events to what its ``forward_pre`` returned (see :mod:`._module_hooks`)."""
+        return install_module_hooks(hooks, backward=backward)
 
     def observe_backward(self, begin: BackwardBegin | None, end: BackwardEnd | None) -> Removable:
         return observe_backward(begin, end)

@@ -17,6 +17,7 @@ import torch.autograd
 from torch.optim import optimizer as _optimizer
 
 __all__ = [
+    "at_backward_end",
     "autograd_backward",
     "graph_task_id",
     "move_to_front",
@@ -43,6 +44,15 @@ def graph_task_id() -> int:
     """-1 outside a backward pass; the running graph task's id inside one (a nested
     ``backward`` call made by reentrant checkpointing sees a value other than -1)."""
     return int(torch._C._current_graph_task_id())
+
+
+def at_backward_end(callback: Callable[[], None]) -> None:
+    """Run ``callback`` when the running backward pass ends (call it from inside one).
+
+    torch's autograd engine runs "final callbacks" queued during a backward after its last
+    node, through ``Variable._execution_engine.queue_callback``.
+    """
+    torch.autograd.Variable._execution_engine.queue_callback(callback)
 
 
 def move_to_front(handle: Any) -> None:
