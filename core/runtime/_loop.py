@@ -143,7 +143,7 @@ class LoopHooks:
 
     def _install(self, kind: str, shape: Any) -> _Removable:
         if kind == "spotter":
-            return RootSpotter(self._spot)
+            return RootSpotter(self._spot, self.bridge.acts_here)
         if kind == "gate":
             return register_optimizer_step_gate(self._gate)
         if kind == "post":
@@ -163,6 +163,8 @@ class LoopHooks:
 
     # ------------------------------------------------------------------ backward
     def _begin(self, root: Any, gradient: Any) -> Any:
+        if not self.bridge.acts_here():  # another thread's backward
+            return None
         first = event = BackwardBeginEvent.trusted(
             {
                 "step": self.bridge.step,
@@ -178,6 +180,8 @@ class LoopHooks:
         return None if event is first else event.gradient
 
     def _end(self, root: Any) -> None:
+        if not self.bridge.acts_here():
+            return
         event = BackwardEndEvent.trusted(
             {"step": self.bridge.step, "phase": "backward_end", "loss": root}
         )
@@ -192,6 +196,8 @@ class LoopHooks:
             self.refresh()
 
     def _gate(self, optimizer: Any) -> bool:
+        if not self.bridge.acts_here():  # another thread's step: not ours to veto
+            return True
         self._end_spotting()
         named = self.named_parameters(optimizer)
         selected: dict[str, _Pairs] = {}
@@ -212,6 +218,8 @@ class LoopHooks:
         return True
 
     def _post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self.bridge.acts_here():
+            return
         self._after_step(optimizer, vetoed_by=None)
 
     def _after_step(self, optimizer: Any, vetoed_by: str | None) -> None:

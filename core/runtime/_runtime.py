@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import threading
 import types
 import warnings
 from collections.abc import Iterable, Mapping
@@ -51,6 +52,7 @@ from ._errors import ConfigError, validate_model
 from ._logging import make_logger
 from ._loop import LoopHooks
 from ._sinks import JsonLinesSink, MemorySink, SinkSet
+from ._threads import ThreadPolicy
 
 __all__ = ["Runtime", "configure"]
 
@@ -68,6 +70,9 @@ class Runtime:
         cwd: where config files and a relative ``events.jsonl`` path are looked up
             (default: the current directory).
         catalog: the installed plugins (default: the process-wide catalog, scanned once).
+        threads: whose work the runtime acts on: ``"starter"`` (default), the module calls,
+            backward passes and optimizer steps of the thread that calls :meth:`start` only;
+            ``"all"``, every thread's, each thread with its own calls in progress.
 
     Raises:
         ConfigError: a bad config value, a bad key in a plugin table, an unknown plugin name.
@@ -82,6 +87,7 @@ class Runtime:
         environ: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         catalog: PluginCatalog | None = None,
+        threads: ThreadPolicy = "starter",
     ) -> None:
         self._config = load_config(source, overrides=overrides, environ=environ, cwd=cwd)
         self._pm = pluggy.PluginManager(PROJECT_NAME)
@@ -96,7 +102,9 @@ class Runtime:
         base = Path.cwd() if cwd is None else Path(cwd)
         self._sinks, self._memory = _build_sinks(self._config.config.events, base)
         self._log: FilteringBoundLogger = make_logger(self._config.config.log_level, self._sinks)
-        self._bridge = HookBridge(self._pm, self._configs, on_error_log=self._log_plugin_error)
+        self._bridge = HookBridge(
+            self._pm, self._configs, on_error_log=self._log_plugin_error, threads=threads
+        )
         self._loop = LoopHooks(
             self._pm, self._configs, self._bridge, on_error_log=self._log_plugin_error
         )
@@ -333,11 +341,12 @@ class Runtime:
 class _DefaultRuntime:
     """The default runtime of :func:`configure` and the process-wide plugin catalog."""
 
-    __slots__ = ("_catalog", "runtime")
+    __slots__ = ("_catalog", "lock", "runtime")
 
     def __init__(self) -> None:
         self.runtime: Runtime | None = None
         self._catalog: PluginCatalog | None = None
+        self.lock = threading.RLock()  # one configure() at a time: one default runtime
 
     def catalog(self) -> PluginCatalog:
         """The installed plugins; the entry points are scanned on first use only."""
@@ -346,28 +355,34 @@ class _DefaultRuntime:
         return self._catalog
 
     def forget(self, runtime: Runtime) -> None:
-        if self.runtime is runtime:
-            self.runtime = None
+        with self.lock:
+            if self.runtime is runtime:
+                self.runtime = None
 
 
 _DEFAULT = _DefaultRuntime()
 
 
-def configure(source: Source = None, **overrides: Any) -> Runtime:
+def configure(
+    source: Source = None, *, threads: ThreadPolicy = "starter", **overrides: Any
+) -> Runtime:
     """Set up the default runtime: build it, close the previous default one, start it.
 
     ``source`` as for :class:`Runtime`; keyword arguments are code overrides
     (``configure(plugins={"grad_clip": {"max_norm": 1.0}})``). The returned runtime also
     works as a context manager that undoes everything on exit. If building fails, the
-    previous default runtime stays as it was.
+    previous default runtime stays as it was. The runtime acts on the calling thread's work
+    (``threads="all"``: every thread's, see :class:`Runtime`). Calls from several threads
+    take turns, so exactly one default runtime is left started.
     """
-    runtime = Runtime(source, overrides=overrides or None)
-    previous = _DEFAULT.runtime
-    if previous is not None:
-        previous.close()
-    runtime.start()
-    _DEFAULT.runtime = runtime
-    return runtime
+    with _DEFAULT.lock:
+        runtime = Runtime(source, overrides=overrides or None, threads=threads)
+        previous = _DEFAULT.runtime
+        if previous is not None:
+            previous.close()
+        runtime.start()
+        _DEFAULT.runtime = runtime
+        return runtime
 
 
 # ---------------------------------------------------------------------- helpers

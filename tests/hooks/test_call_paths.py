@@ -117,7 +117,7 @@ def test_a_call_keeps_the_global_hooks_it_started_with() -> None:
 
 
 def test_replacing_a_global_backward_hook_changes_later_calls_only() -> None:
-    """GlobalHookTable.replace (the plugin bridge's per-call swap): a graph built before
+    """GLOBAL_HOOKS.replace_backward (the plugin bridge's per-call swap): a graph built before
     the swap calls the hook it captured (B-19); a removed hook is not brought back."""
     calls: list[str] = []
     handle = registry.register_module_full_backward_hook(lambda m, gi, go: calls.append("old"))
@@ -126,13 +126,17 @@ def test_replacing_a_global_backward_hook_changes_later_calls_only() -> None:
         x = hookgrad.ones(1, 1, requires_grad=True)
         before = layer(x)
         table = registry.GLOBAL_HOOKS.backward
-        table.replace(handle.id, lambda m, gi, go: calls.append("new"))
+        registry.GLOBAL_HOOKS.replace_backward(
+            ((table, handle.id),), lambda m, gi, go: calls.append("new")
+        )
         after = layer(x)
         before.sum().backward()
         after.sum().backward()
     finally:
         handle.remove()
-    table.replace(handle.id, lambda m, gi, go: calls.append("revived"))
+    registry.GLOBAL_HOOKS.replace_backward(
+        ((table, handle.id),), lambda m, gi, go: calls.append("revived")
+    )
     assert handle.id not in table
     assert calls == ["old", "new"]
 

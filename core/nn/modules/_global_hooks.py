@@ -9,6 +9,7 @@ a module call reads ready-made tuples instead of copying the tables on every cal
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -51,16 +52,11 @@ class GlobalHookTable(SnapshotHookDict):
         super()._changed()
         self._owner._table_changed(self)
 
-    def replace(self, key: int, hook: Callable[..., Any]) -> None:
-        """Put ``hook`` in place of the one under ``key``, if that is still registered.
-
-        The plugin bridge does this on every module call, so it skips what cannot change (the
-        keys, hence every flag). A key whose hook was removed stays removed.
-        """
+    def _replace(self, key: int, hook: Callable[..., Any]) -> None:
+        """``hook`` in place of the one under ``key`` if still registered (see ``replace_backward``)."""
         if key in self:
             dict.__setitem__(self, key, hook)
             self.hooks = tuple(self.values())  # the snapshot; the owner's flags stay as they are
-            self._owner.backward_lists = None
 
 
 class _GlobalHooks:
@@ -80,6 +76,7 @@ class _GlobalHooks:
         "forward_pre_items",
         "forward_with_kwargs",
         "is_full_backward_hook",
+        "lock",
     )
 
     def __init__(self) -> None:
@@ -96,6 +93,9 @@ class _GlobalHooks:
         self.forward_plan: tuple[ForwardHookEntry, ...] = ()
         self.backward_lists: _BackwardLists | None = None
         self.active = self.complex = self.backward_only = False
+        # Held while a table changes and while backward_lists is built, so a thread building it
+        # never stores lists made from tables another thread changed meanwhile.
+        self.lock = threading.Lock()
 
     def _table_changed(self, table: GlobalHookTable) -> None:
         """Recompute the flags and what depends on ``table``; tables change rarely, calls
@@ -112,7 +112,8 @@ class _GlobalHooks:
         if table is self.forward_pre:
             self.forward_pre_items = tuple(table.items())
         elif table is self.backward or table is self.backward_pre:
-            self.backward_lists = None
+            with self.lock:
+                self.backward_lists = None
         else:  # the forward hooks or their with_kwargs / always_call marks
             self.forward_plan = forward_plan(
                 self.forward, self.forward_with_kwargs, self.forward_always_called
@@ -132,21 +133,43 @@ class _GlobalHooks:
 
     def build_backward_lists(self) -> _BackwardLists:
         """``backward_lists`` after a change: (full, regular, pre-hooks), immutable tuples."""
+        with self.lock:
+            return self._build_backward_lists()
+
+    def _build_backward_lists(self) -> _BackwardLists:
         backward, pre = self.backward.hooks, self.backward_pre.hooks
         if self.is_full_backward_hook is False:
-            self.backward_lists = (_NO_HOOKS, backward, pre)
+            lists = self.backward_lists = (_NO_HOOKS, backward, pre)
         else:
-            self.backward_lists = (backward, _NO_HOOKS, pre)
-        return self.backward_lists
+            lists = self.backward_lists = (backward, _NO_HOOKS, pre)
+        return lists
+
+    def replace_backward(
+        self, entries: tuple[tuple[GlobalHookTable, int], ...], hook: Callable[..., Any]
+    ) -> None:
+        """Put ``hook`` in place of each backward-table entry ``(table, key)`` still registered.
+
+        The plugin bridge does this on every module call, so it skips what cannot change (the
+        keys, hence every flag) and builds the next call's lists at once, all under ``lock``:
+        a call in another thread captures the lists from before or from after, never a mix.
+        """
+        with self.lock:
+            for table, key in entries:
+                table._replace(key, hook)
+            self._build_backward_lists()
 
 
 def forward_plan(
     hooks: HookDict, with_kwargs: HookDict, always_called: HookDict
 ) -> tuple[ForwardHookEntry, ...]:
-    """The forward hooks of one table in order, each with how it is called."""
+    """The forward hooks of one table in order, each with how it is called.
+
+    ``tuple(items())`` copies the table in one step, so a registration in another thread
+    meanwhile cannot break the walk (it recomputes the plan itself).
+    """
     return tuple(
         (hook_id, hook, hook_id in with_kwargs, hook_id in always_called)
-        for hook_id, hook in hooks.items()
+        for hook_id, hook in tuple(hooks.items())
     )
 
 
