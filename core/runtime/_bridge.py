@@ -42,10 +42,9 @@ by another thread's call (every entry is in every call's snapshot) does nothing 
 from __future__ import annotations
 
 import threading
-import warnings
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, TypeVar
 
 import pluggy
 
@@ -67,7 +66,9 @@ from ..nn.modules._global_hooks import (
     register_module_full_backward_pre_hook,
 )
 from ..utils.hooks import RemovableHandle
+from ._failures import OnErrorLog, PluginFailures, PluginHookWarning
 from ._naming import CallStack, ModuleNamer
+from ._replacements import as_args, checked_gradients
 from ._threads import ThreadPolicy, check_policy, current_thread
 
 __all__ = ["MODULE_HOOKS", "HookBridge", "OnErrorLog", "PluginHookWarning"]
@@ -88,18 +89,6 @@ _BACKWARD_TABLES: Final = {
     FULL_BACKWARD: GLOBAL_HOOKS.backward,
 }
 _E = TypeVar("_E", bound=ModuleEvent)
-
-
-class OnErrorLog(Protocol):
-    """What the bridge calls when a plugin with ``on_error`` "warn" or "disable" raised."""
-
-    def __call__(
-        self, *, plugin: str, hook: str, module: str, phase: str, error: BaseException
-    ) -> None: ...
-
-
-class PluginHookWarning(UserWarning):
-    """A plugin raised inside a module hook and its ``on_error`` is "warn" or "disable"."""
 
 
 class _Listener:
@@ -190,7 +179,7 @@ class HookBridge:
             entry gets ``PluginConfig()`` defaults (every module, ``on_error="raise"``). Read by
             :meth:`refresh`. Plugins whose config has ``enabled=False`` are not called.
         on_error_log: called as ``on_error_log(plugin=, hook=, module=, phase=, error=)``
-            when a plugin with ``on_error`` "warn" or "disable" raised.
+            when a plugin with ``on_error`` "warn" or "disable" failed (:mod:`._failures`).
         threads: ``"starter"`` (default): act only on the module calls of the thread that
             calls :meth:`attach`; ``"all"``: on every thread's (see :mod:`._threads`).
 
@@ -218,10 +207,11 @@ class HookBridge:
     ) -> None:
         self.pm = pm
         self.configs = configs
-        self.on_error_log = on_error_log
         self.threads = check_policy(threads)
         self.step = 0
-        self.disabled: set[str] = set()
+        # How plugin failures are handled, here, at the loop points and in the lifecycle.
+        self.failures = PluginFailures(on_error_log)
+        self.failures.on_disable.append(self.refresh)
         self._namer = ModuleNamer()
         # thread key -> its state; replaced, never changed in place (readers need no lock)
         self._threads: dict[int, _Thread] = {}
@@ -236,6 +226,11 @@ class HookBridge:
         self._handles: dict[str, RemovableHandle] = {}  # the forward hooks, shared
 
     # ------------------------------------------------------------------ lifecycle
+    @property
+    def disabled(self) -> set[str]:
+        """The plugins disabled by their ``on_error="disable"``: no longer called."""
+        return self.failures.disabled
+
     @property
     def attached(self) -> bool:
         """Whether :meth:`attach` was called and :meth:`detach` not since."""
@@ -380,7 +375,7 @@ class HookBridge:
                 "kwargs": {},
             }
         )
-        final = self._chain(listeners, event, "args", _as_args)
+        final = self._chain(listeners, event, "args", as_args)
         return None if final is event else final.args
 
     def _bind_record(
@@ -439,7 +434,7 @@ class HookBridge:
                 "grad_output": grad_output,
             }
         )
-        final = self._chain(listeners, event, "grad_output", tuple)
+        final = self._chain(listeners, event, "grad_output", checked_gradients)
         return None if final is event else final.grad_output
 
     def _dispatch_full_backward(
@@ -463,7 +458,7 @@ class HookBridge:
                 "grad_output": grad_output,
             }
         )
-        final = self._chain(listeners, event, "grad_input", tuple)
+        final = self._chain(listeners, event, "grad_input", checked_gradients)
         return None if final is event else final.grad_input
 
     # ------------------------------------------------------------------ dispatch
@@ -484,49 +479,31 @@ class HookBridge:
         listeners: tuple[_Listener, ...],
         event: _E,
         field: str,
-        convert: Callable[[Any], Any] | None,
+        check: Callable[[Any, Any], Any] | None,
     ) -> _E:
-        """Call each listener; a non-None return replaces ``field`` for the next one."""
+        """Call each listener; a non-None return, once ``check``-ed against the current value,
+        replaces ``field`` for the next one. A raise or a bad return is the plugin's failure."""
+        failures = self.failures
         for listener in listeners:
-            if listener.name in self.disabled:
+            if listener.name in failures.disabled:
                 continue
             try:
                 result = listener.call(event)
+                if result is not None:
+                    value = result if check is None else check(result, getattr(event, field))
+                    event = event.model_copy(update={field: value})
             except Exception as error:
-                if listener.config.on_error == "raise":
-                    raise
-                self._report(listener, event, error)
-                continue
-            if result is not None:
-                value = result if convert is None else convert(result)
-                event = event.model_copy(update={field: value})
+                failures.failed(
+                    listener.name,
+                    listener.config.on_error,
+                    error,
+                    hook=event.hook,
+                    phase=event.phase,
+                    module=event.module_name,
+                    module_type=event.module_type,
+                    step=event.step,
+                )
         return event
-
-    def _report(self, listener: _Listener, event: ModuleEvent, error: Exception) -> None:
-        """on_error "warn" / "disable": warn, log, and for "disable" stop calling the plugin."""
-        disable = listener.config.on_error == "disable"
-        action = (
-            "disabled it for the rest of this runtime" if disable else "went on without its result"
-        )
-        warnings.warn(
-            PluginHookWarning(
-                f"plugin {listener.name!r} raised {error!r} in {event.hook} for module "
-                f"{event.module_name!r} ({event.module_type}, phase {event.phase!r}); "
-                f"hookgrad {action} (on_error={listener.config.on_error!r})"
-            ),
-            stacklevel=2,
-        )
-        if self.on_error_log is not None:
-            self.on_error_log(
-                plugin=listener.name,
-                hook=event.hook,
-                module=event.module_name,
-                phase=event.phase,
-                error=error,
-            )
-        if disable:
-            self.disabled.add(listener.name)
-            self.refresh()
 
 
 _BACKWARD_REGISTER: Final = {
@@ -547,8 +524,3 @@ def _sync(
     for name in MODULE_HOOKS:
         if name in wanted and name not in handles:
             handles[name] = register(name)
-
-
-def _as_args(value: Any) -> tuple[Any, ...]:
-    """A forward pre-hook's return as the new positional args (F-2)."""
-    return value if isinstance(value, tuple) else (value,)

@@ -27,9 +27,8 @@ failing that it is named ``param{i}`` (its index in the optimizer's order), owne
 
 from __future__ import annotations
 
-import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol, TypeAlias
 
 import pluggy
@@ -45,8 +44,9 @@ from ..hookspecs import (
     call_order,
 )
 from ..optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
-from ._bridge import MODULE_HOOKS, HookBridge, OnErrorLog, PluginHookWarning, _Listener
+from ._bridge import MODULE_HOOKS, HookBridge, _Listener
 from ._naming import RootSpotter
+from ._replacements import checked_seed
 
 __all__ = ["LOOP_HOOKS", "LoopHooks"]
 
@@ -72,20 +72,19 @@ _Pairs: TypeAlias = tuple[tuple[str, Any], ...]
 
 
 class LoopHooks:
-    """Dispatches the training-loop specs; shares ``step`` and ``disabled`` with ``bridge``."""
+    """Dispatches the training-loop specs; shares ``step``, the owner check and the handling
+    of plugin failures (``failures``, ``disabled``) with ``bridge``."""
 
     def __init__(
         self,
         pm: pluggy.PluginManager,
         configs: Mapping[str, PluginConfig],
         bridge: HookBridge,
-        *,
-        on_error_log: OnErrorLog | None = None,
     ) -> None:
         self.pm = pm
         self.configs = configs
         self.bridge = bridge
-        self.on_error_log = on_error_log
+        bridge.failures.on_disable.append(self.refresh)
         self._attached = False
         self._listeners: dict[str, tuple[_Listener, ...]] = dict.fromkeys(LOOP_HOOKS, ())
         self._handles: dict[str, _Removable] = {}
@@ -174,7 +173,7 @@ class LoopHooks:
             }
         )
         for listener in self._listeners[BACKWARD_BEGIN]:
-            result = self._call(listener, event)
+            result = self._call(listener, event, checked_seed, root)
             if result is not None:
                 event = event.model_copy(update={"gradient": result})
         return None if event is first else event.gradient
@@ -333,36 +332,28 @@ class LoopHooks:
         return pairs_of
 
     # ------------------------------------------------------------------ errors
-    def _call(self, listener: _Listener, event: RunEvent) -> Any:
-        """The listener's result; None if it is disabled or raised under warn/disable."""
-        if listener.name in self.bridge.disabled:
+    def _call(
+        self,
+        listener: _Listener,
+        event: RunEvent,
+        check: Callable[[Any, Any], Any] | None = None,
+        against: Any = None,
+    ) -> Any:
+        """The listener's result (``check(result, against)``-ed when not None); None if it is
+        disabled or failed under on_error "warn" / "disable" (:mod:`._failures`)."""
+        failures = self.bridge.failures
+        if listener.name in failures.disabled:
             return None
         try:
-            return listener.call(event)
+            result = listener.call(event)
+            return result if result is None or check is None else check(result, against)
         except Exception as error:
-            if listener.config.on_error == "raise":
-                raise
-            self._report(listener, event, error)
-            return None
-
-    def _report(self, listener: _Listener, event: RunEvent, error: Exception) -> None:
-        disable = listener.config.on_error == "disable"
-        action = (
-            "disabled it for the rest of this runtime" if disable else "went on without its result"
-        )
-        warnings.warn(
-            PluginHookWarning(
-                f"plugin {listener.name!r} raised {error!r} in {event.hook} (phase "
-                f"{event.phase!r}, step {event.step}); hookgrad {action} "
-                f"(on_error={listener.config.on_error!r})"
-            ),
-            stacklevel=3,
-        )
-        if self.on_error_log is not None:
-            self.on_error_log(
-                plugin=listener.name, hook=event.hook, module="", phase=event.phase, error=error
+            failures.failed(
+                listener.name,
+                listener.config.on_error,
+                error,
+                hook=event.hook,
+                phase=event.phase,
+                step=event.step,
             )
-        if disable:
-            self.bridge.disabled.add(listener.name)
-            self.bridge.refresh()
-            self.refresh()
+            return None

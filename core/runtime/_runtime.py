@@ -105,9 +105,7 @@ class Runtime:
         self._bridge = HookBridge(
             self._pm, self._configs, on_error_log=self._log_plugin_error, threads=threads
         )
-        self._loop = LoopHooks(
-            self._pm, self._configs, self._bridge, on_error_log=self._log_plugin_error
-        )
+        self._loop = LoopHooks(self._pm, self._configs, self._bridge)
         self._state = "built"  # -> "started" -> "closed"
         self._configured: set[str] = set()
 
@@ -230,8 +228,10 @@ class Runtime:
     def start(self) -> Runtime:
         """Configure every plugin (call order), attach the bridge, install the loop points.
 
-        Idempotent. If a plugin's ``hookgrad_configure`` raises, the runtime closes and the
-        error propagates. A closed runtime cannot start again (RuntimeError).
+        Idempotent. A plugin's ``hookgrad_configure`` failing follows its ``on_error``; under
+        "raise" the runtime closes and the PluginError propagates. A closed runtime cannot
+        start again (RuntimeError). The calling thread becomes the one whose work the runtime
+        acts on (unless ``threads="all"``).
         """
         if self._state == "started":
             return self
@@ -242,24 +242,30 @@ class Runtime:
             self._configure_plugins(self._plugins)
             self._bridge.attach()
             self._loop.attach()
-        except BaseException:
-            self.close()
+        except BaseException as error:
+            self._close(propagating=error)
             raise
         return self
 
     def close(self) -> None:
         """Remove every hook, unconfigure the plugins (reverse order), close the sinks.
 
-        Idempotent. Every step runs even if a plugin's ``hookgrad_unconfigure`` raises; the
-        first such error is re-raised at the end.
+        Idempotent. Every step runs whatever a plugin's ``hookgrad_unconfigure`` does; a
+        failure there follows the plugin's ``on_error``, and under "raise" the first
+        PluginError is raised at the end.
         """
+        self._close(propagating=None)
+
+    def _close(self, propagating: BaseException | None) -> None:
+        """:meth:`close`; while ``propagating`` is on its way out (a Ctrl-C, a crash), a
+        plugin failing to unconfigure is logged and never replaces it."""
         if self._state == "closed":
             return
         self._state = "closed"
         self._loop.detach()
         self._bridge.detach()
         try:
-            self._unconfigure_plugins(self._configured)
+            self._unconfigure_plugins(self._configured, raise_first=propagating is None)
         finally:
             self._sinks.flush()
             self._sinks.close()
@@ -270,22 +276,39 @@ class Runtime:
         for impl in call_order(self._pm, "hookgrad_configure"):
             if impl.plugin_name in wanted:
                 self._configured.add(impl.plugin_name)
-                _call(impl, runtime=self)
+                self._call_lifecycle(impl, "configure")
         self._configured |= wanted
 
-    def _unconfigure_plugins(self, names: Iterable[str]) -> None:
+    def _unconfigure_plugins(self, names: Iterable[str], *, raise_first: bool = True) -> None:
         wanted = set(names)
-        first: BaseException | None = None
+        first: Exception | None = None
         for impl in reversed(call_order(self._pm, "hookgrad_unconfigure")):
             if impl.plugin_name in wanted:
                 try:
-                    _call(impl, runtime=self)
-                except Exception as error:
-                    self._log.error("unconfigure_error", plugin=impl.plugin_name, error=repr(error))
+                    self._call_lifecycle(impl, "unconfigure")
+                except Exception as error:  # on_error="raise": a PluginError
+                    self._log.error(
+                        "unconfigure_error",
+                        plugin=impl.plugin_name,
+                        error=repr(error.__cause__ or error),
+                    )
                     first = first or error
         self._configured -= wanted
-        if first is not None:
+        if first is not None and raise_first:
             raise first
+
+    def _call_lifecycle(self, impl: pluggy.HookImpl, phase: str) -> None:
+        """``hookgrad_<phase>`` of one plugin; a failure follows its ``on_error``. A plugin
+        disabled by its ``on_error`` is not called again, not even to unconfigure."""
+        name = impl.plugin_name
+        failures = self._bridge.failures
+        if name in failures.disabled:
+            return
+        try:
+            _call(impl, runtime=self)
+        except Exception as error:
+            on_error = self._configs[name].on_error if name in self._configs else "raise"
+            failures.failed(name, on_error, error, hook=f"hookgrad_{phase}", phase=phase)
 
     def __enter__(self) -> Runtime:
         return self.start()
@@ -298,7 +321,7 @@ class Runtime:
     ) -> None:
         if exc is not None and not self.closed:
             self._log.error("exception", error=repr(exc), exc_info=(exc_type, exc, tb))
-        self.close()
+        self._close(propagating=exc)
 
     # ------------------------------------------------------------------ records
     def emit(self, record: PluginRecord | Mapping[str, Any], *, trusted: bool = False) -> None:
