@@ -9,8 +9,10 @@ order, with the replacement rules of the torch-style hooks (see :mod:`hookgrad.h
 What is registered depends on what is listened to, evaluated by :meth:`HookBridge.refresh`:
 
 * no implementation of any module spec: nothing, so module calls keep the engine's fast path;
-* otherwise a global forward pre-hook and a global forward hook (``with_kwargs=True``,
-  ``always_call=True``), even when only backward specs are implemented: they mark where calls
+* otherwise a global forward pre-hook and a global forward hook (both with the call's
+  kwargs, the forward hook ``always_call=True``; torch's global pre-hooks take no kwargs, so
+  the pre-hook uses hookgrad's ``register_module_forward_pre_hook_with_kwargs``), even when
+  only backward specs are implemented: they mark where calls
   begin and end, which is what gives a call its qualified name and call index
   (:mod:`._naming`); the forward specs are dispatched from them when implemented;
 * a global full backward pre-hook if ``hookgrad_backward_pre`` is implemented, a global full
@@ -61,7 +63,7 @@ from ..nn.modules._global_hooks import (
     GLOBAL_HOOKS,
     GlobalHookTable,
     register_module_forward_hook,
-    register_module_forward_pre_hook,
+    register_module_forward_pre_hook_with_kwargs,
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
@@ -348,11 +350,13 @@ class HookBridge:
 
     def _register(self, name: str) -> RemovableHandle:
         if name == FORWARD_PRE:
-            return register_module_forward_pre_hook(self._forward_pre_hook)
+            return register_module_forward_pre_hook_with_kwargs(self._forward_pre_hook)
         return register_module_forward_hook(self._forward_hook, with_kwargs=True, always_call=True)
 
     # ------------------------------------------------------------------ global hooks
-    def _forward_pre_hook(self, module: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def _forward_pre_hook(
+        self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
         thread = self._threads.get(current_thread()) or self._adopt()
         if thread is None:  # another thread's call
             return None
@@ -372,11 +376,11 @@ class HookBridge:
                 "step": self.step,
                 "phase": "forward_pre",
                 "args": args,
-                "kwargs": {},
+                "kwargs": kwargs,
             }
         )
         final = self._chain(listeners, event, "args", as_args)
-        return None if final is event else final.args
+        return None if final is event else (final.args, kwargs)
 
     def _bind_record(
         self, thread: _Thread, name: str, module_type: str, index: int, selection: _Selection

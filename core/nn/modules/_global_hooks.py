@@ -21,6 +21,7 @@ __all__ = [
     "register_module_backward_hook",
     "register_module_forward_hook",
     "register_module_forward_pre_hook",
+    "register_module_forward_pre_hook_with_kwargs",
     "register_module_full_backward_hook",
     "register_module_full_backward_pre_hook",
 ]
@@ -74,6 +75,7 @@ class _GlobalHooks:
         "forward_plan",
         "forward_pre",
         "forward_pre_items",
+        "forward_pre_with_kwargs",
         "forward_with_kwargs",
         "is_full_backward_hook",
         "lock",
@@ -84,6 +86,7 @@ class _GlobalHooks:
         # never reset, even after removal (SEMANTICS G-4).
         self.is_full_backward_hook: bool | None = None
         self.forward_pre = GlobalHookTable(self)
+        self.forward_pre_with_kwargs = GlobalHookTable(self)  # hookgrad only: see below
         self.forward = GlobalHookTable(self)
         self.forward_with_kwargs = GlobalHookTable(self)
         self.forward_always_called = GlobalHookTable(self)
@@ -111,6 +114,8 @@ class _GlobalHooks:
         """
         if table is self.forward_pre:
             self.forward_pre_items = tuple(table.items())
+        elif table is self.forward_pre_with_kwargs:
+            pass  # only the flags below depend on it
         elif table is self.backward or table is self.backward_pre:
             with self.lock:
                 self.backward_lists = None
@@ -121,6 +126,7 @@ class _GlobalHooks:
         self.complex = bool(
             self.backward_pre
             or self.backward
+            or self.forward_pre_with_kwargs
             or self.forward_with_kwargs
             or self.forward_always_called
         )
@@ -187,6 +193,19 @@ def _register(
 def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """Run ``hook(module, args)`` before every module's forward, ahead of its own pre-hooks."""
     return _register(GLOBAL_HOOKS.forward_pre, hook)
+
+
+def register_module_forward_pre_hook_with_kwargs(hook: Callable[..., Any]) -> RemovableHandle:
+    """hookgrad only: a global forward pre-hook called as ``hook(module, args, kwargs)``.
+
+    Torch's global pre-hooks never see keyword arguments; the plugin bridge needs them for
+    ``ForwardPreEvent.kwargs``. A non-None return must be ``(new_args, new_kwargs)``, as for
+    a module's own pre-hook registered ``with_kwargs=True``.
+    """
+    g = GLOBAL_HOOKS
+    handle = _register(g.forward_pre, hook, (g.forward_pre_with_kwargs,))
+    g.forward_pre_with_kwargs[handle.id] = True
+    return handle
 
 
 def register_module_forward_hook(

@@ -221,11 +221,12 @@ def _full_call(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         local = module._forward_pre_hooks
         if g.forward_pre or local:
             with_kwargs = module._forward_pre_hooks_with_kwargs
-            # Snapshots of both tables (H-5); only local pre-hooks may take kwargs.
+            global_with_kwargs = g.forward_pre_with_kwargs  # hookgrad only (plugin bridge)
+            # Snapshots of both tables (H-5).
             for hook_id, hook in (
                 (*g.forward_pre_items, *local.items()) if local else g.forward_pre_items
             ):
-                if hook_id in with_kwargs:
+                if hook_id in with_kwargs or hook_id in global_with_kwargs:
                     changed = hook(module, args, kwargs)
                     if changed is not None:
                         args, kwargs = new_args_and_kwargs(changed, "forward pre-hook")
