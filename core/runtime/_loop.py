@@ -27,6 +27,7 @@ failing that it is named ``param{i}`` (its index in the optimizer's order), owne
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol, TypeAlias
@@ -85,6 +86,7 @@ class LoopHooks:
         self.configs = configs
         self.bridge = bridge
         bridge.failures.on_disable.append(self.refresh)
+        self._counting = threading.Lock()
         self._attached = False
         self._listeners: dict[str, tuple[_Listener, ...]] = dict.fromkeys(LOOP_HOOKS, ())
         self._handles: dict[str, _Removable] = {}
@@ -242,7 +244,8 @@ class LoopHooks:
                     }
                 )
                 self._call(listener, event)
-        self.bridge.step += 1
+        with self._counting:  # threads="all": steps of two threads at once both count
+            self.bridge.step += 1
         self._end_spotting()
 
     def watch(self, module: Any) -> None:

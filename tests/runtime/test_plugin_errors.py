@@ -103,6 +103,28 @@ def test_disable_at_any_hook_point_warns_once_and_training_goes_on(hook):
         assert got.tolist() == want.tolist()
 
 
+def test_a_disabled_plugin_is_not_unconfigured():
+    """on_error="disable": the runtime never calls the plugin again, not even to unconfigure."""
+
+    class BrokenForward:
+        unconfigured = 0
+
+        @hookimpl
+        def hookgrad_forward(self, event: Any) -> None:
+            raise Boom("forward")
+
+        @hookimpl
+        def hookgrad_unconfigure(self, runtime: Any) -> None:
+            self.unconfigured += 1
+
+    plugin = BrokenForward()
+    runtime = _runtime()
+    runtime.register(plugin, name="broken", config=PluginConfig(on_error="disable"))
+    with pytest.warns(PluginHookWarning, match="disabled"), runtime:
+        _train()
+    assert plugin.unconfigured == 0
+
+
 @pytest.mark.parametrize("hook", EVENT_HOOKS + LIFECYCLE_HOOKS)
 def test_raise_names_plugin_and_hook_and_chains_the_original(hook):
     """on_error="raise": a PluginError naming plugin and hook, raised from the plugin's

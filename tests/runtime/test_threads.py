@@ -155,6 +155,7 @@ def test_a_shared_runtime_records_every_threads_work():
             )
         )
     records = _records(runtime)
+    assert runtime.step == 2 * STEPS  # every thread's steps advance the one counter
     assert len(records) == 2 * STEPS * per_step
     module_records = [r for r in records if "call_index" in r]
 
