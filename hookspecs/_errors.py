@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 __all__ = ["PluginError"]
@@ -39,14 +38,34 @@ class PluginError(RuntimeError):
             failure.__dict__.setdefault(field, value)
         return failure
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle a ``PluginError[kind]`` by its parts: the class is made at run time."""
+        kind = type(self)
+        if _COMBINED.get(kind.__bases__[-1]) is kind:
+            return (_rebuild, (kind.__bases__[-1], self.args, self.__dict__))
+        return super().__reduce__()
 
-@functools.cache
+
+_COMBINED: dict[type[Exception], type[PluginError]] = {}
+
+
 def _combined(kind: type[Exception]) -> type[PluginError]:
-    """``PluginError[kind]``: a subclass of both (TypeError if their layouts conflict)."""
+    """``PluginError[kind]``, a subclass of both, made once per class (TypeError if their
+    layouts conflict)."""
     if issubclass(kind, PluginError):
         return kind
-    return type(
-        f"PluginError[{kind.__name__}]",
-        (PluginError, kind),
-        {"__module__": PluginError.__module__, "__doc__": PluginError.__doc__},
-    )
+    combined = _COMBINED.get(kind)
+    if combined is None:
+        namespace = {"__module__": PluginError.__module__, "__doc__": PluginError.__doc__}
+        combined = _COMBINED[kind] = type(
+            f"PluginError[{kind.__name__}]", (PluginError, kind), namespace
+        )
+    return combined
+
+
+def _rebuild(kind: type[Exception], args: tuple[Any, ...], state: dict[str, Any]) -> PluginError:
+    """Unpickle a ``PluginError[kind]`` (see ``PluginError.__reduce__``)."""
+    failure: PluginError = BaseException.__new__(_combined(kind))
+    failure.args = args
+    failure.__dict__.update(state)
+    return failure
