@@ -38,7 +38,7 @@ class PluginError(RuntimeError):
             failure.__dict__.setdefault(field, value)
         return failure
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> str | tuple[Any, ...]:
         """Pickle a ``PluginError[kind]`` by its parts: the class is made at run time."""
         kind = type(self)
         if _COMBINED.get(kind.__bases__[-1]) is kind:

@@ -37,8 +37,10 @@ captures is swapped only by that thread's next call. The engine captures a call'
 before the pre-hook runs, so a thread not yet seen captures the *spare* entries registered
 in advance, and the oldest becomes its own; a new spare replaces it. Only when more than
 ``_SPARES`` threads make their first module call at the same moment does one of those first
-calls miss its backward events (never a wrong name). A record runs only in the thread that bound it: one captured
-by another thread's call (every entry is in every call's snapshot) does nothing there.
+calls miss its backward events (never a wrong name). A record runs only in the thread that
+bound it: one captured by another thread's call (every entry is in every call's snapshot)
+does nothing there. Swapping a thread's records and building the engine's backward lists
+share one lock (``GLOBAL_HOOKS.replace_backward``), so no call captures a half-swapped table.
 """
 
 from __future__ import annotations
@@ -190,9 +192,12 @@ class HookBridge:
     after registering or unregistering plugins: the bridge caches who listens. ``step`` is the
     training step stamped on every event. Plugins run among the global hooks in registration
     order: after global hooks registered before :meth:`attach`, before later ones, and always
-    before each module's own hooks (G-1). A detached bridge calls no plugin, not even for
-    graphs built while it was attached. ``on_error="disable"`` stops this bridge from calling
-    the plugin (listed in ``disabled``); the plugin stays registered with ``pm``.
+    before each module's own hooks (G-1); with ``threads="all"``, the backward entries of a
+    thread seen later may sit after global hooks registered meanwhile. A detached bridge calls
+    no plugin, not even for graphs built while it was attached. A plugin that fails is handled
+    by ``failures`` (:mod:`._failures`), shared with the loop points and the runtime:
+    ``on_error="disable"`` stops this bridge from calling the plugin (listed in ``disabled``);
+    the plugin stays registered with ``pm``.
 
     Attaching with a ``hookgrad_full_backward`` implementation registers a global full backward
     hook, after which ``register_module_backward_hook`` raises for the rest of the process

@@ -130,6 +130,31 @@ def test_two_threads_with_their_own_runtimes_record_as_if_run_one_after_the_othe
             assert got == want
 
 
+def test_runtimes_starting_and_closing_in_another_thread_leave_a_run_unchanged():
+    """Another thread starting and closing runtimes (registering and removing engine hooks)
+    mid-run neither breaks a thread's module calls and steps nor changes its records."""
+    expected = _run_alone(5)
+    model, other = _model(5), _model(6)
+    done = threading.Event()
+    result: list[tuple[list[dict[str, Any]], list[float]]] = []
+
+    def run() -> None:
+        try:
+            with Runtime(PIPELINE, environ={}) as runtime:
+                losses = _train(model, 5)
+            result.append((_records(runtime), losses))
+        finally:
+            done.set()
+
+    def churn() -> None:
+        while not done.is_set():
+            with Runtime(PIPELINE, environ={}):
+                other(hookgrad.ones(2, 3)).sum().backward()
+
+    _in_threads(run, churn)
+    assert result == [expected]
+
+
 def test_a_runtime_ignores_the_work_of_other_threads():
     """A thread without a runtime trains untouched while another thread's runtime runs."""
     alone = _train(_model(3), 3)  # no runtime: no clipping

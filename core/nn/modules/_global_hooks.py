@@ -35,6 +35,8 @@ _MIXED_GLOBAL = (
 Hook = Callable[..., Any]
 # A forward hook as a call runs it: (handle id, hook, with_kwargs, always_call).
 ForwardHookEntry = tuple[int, Hook, bool, bool]
+# A forward pre-hook as a call runs it: (handle id, hook, with_kwargs).
+ForwardPreHookEntry = tuple[int, Hook, bool]
 _NO_HOOKS: tuple[Hook, ...] = ()
 # (full backward hooks, regular backward hooks, backward pre-hooks)
 _BackwardLists = tuple[tuple[Hook, ...], tuple[Hook, ...], tuple[Hook, ...]]
@@ -74,7 +76,7 @@ class _GlobalHooks:
         "forward_always_called",
         "forward_plan",
         "forward_pre",
-        "forward_pre_items",
+        "forward_pre_plan",
         "forward_pre_with_kwargs",
         "forward_with_kwargs",
         "is_full_backward_hook",
@@ -92,7 +94,7 @@ class _GlobalHooks:
         self.forward_always_called = GlobalHookTable(self)
         self.backward_pre = GlobalHookTable(self)
         self.backward = GlobalHookTable(self)
-        self.forward_pre_items: tuple[tuple[int, Hook], ...] = ()
+        self.forward_pre_plan: tuple[ForwardPreHookEntry, ...] = ()
         self.forward_plan: tuple[ForwardHookEntry, ...] = ()
         self.backward_lists: _BackwardLists | None = None
         self.active = self.complex = self.backward_only = False
@@ -112,10 +114,12 @@ class _GlobalHooks:
         ``backward_lists`` is None until the next call rebuilds it: the plugin bridge swaps a
         backward-table entry on every module call, which must stay cheap.
         """
-        if table is self.forward_pre:
-            self.forward_pre_items = tuple(table.items())
-        elif table is self.forward_pre_with_kwargs:
-            pass  # only the flags below depend on it
+        if table is self.forward_pre or table is self.forward_pre_with_kwargs:
+            marks = self.forward_pre_with_kwargs
+            self.forward_pre_plan = tuple(
+                (hook_id, hook, hook_id in marks)
+                for hook_id, hook in tuple(self.forward_pre.items())
+            )
         elif table is self.backward or table is self.backward_pre:
             with self.lock:
                 self.backward_lists = None
@@ -183,9 +187,16 @@ GLOBAL_HOOKS = _GlobalHooks()
 
 
 def _register(
-    table: HookDict, hook: Callable[..., Any], extra: tuple[HookDict, ...] = ()
+    table: HookDict,
+    hook: Callable[..., Any],
+    extra: tuple[HookDict, ...] = (),
+    marks: tuple[HookDict, ...] = (),
 ) -> RemovableHandle:
+    """Add ``hook`` to ``table``, first marking it in ``marks`` (with_kwargs, always_call):
+    a module call in another thread never sees the hook without its marks."""
     handle = RemovableHandle(table, extra_dict=extra)
+    for mark in marks:
+        mark[handle.id] = True
     table[handle.id] = hook
     return handle
 
@@ -203,9 +214,8 @@ def register_module_forward_pre_hook_with_kwargs(hook: Callable[..., Any]) -> Re
     a module's own pre-hook registered ``with_kwargs=True``.
     """
     g = GLOBAL_HOOKS
-    handle = _register(g.forward_pre, hook, (g.forward_pre_with_kwargs,))
-    g.forward_pre_with_kwargs[handle.id] = True
-    return handle
+    marks = (g.forward_pre_with_kwargs,)
+    return _register(g.forward_pre, hook, marks, marks)
 
 
 def register_module_forward_hook(
@@ -214,12 +224,8 @@ def register_module_forward_hook(
     """Run ``hook(module, args, output)`` after every module's forward, ahead of its own hooks."""
     g = GLOBAL_HOOKS
     extra = (g.forward_with_kwargs, g.forward_always_called)
-    handle = _register(g.forward, hook, extra)
-    if with_kwargs:
-        g.forward_with_kwargs[handle.id] = True
-    if always_call:
-        g.forward_always_called[handle.id] = True
-    return handle
+    marks = tuple(mark for mark, on in zip(extra, (with_kwargs, always_call)) if on)
+    return _register(g.forward, hook, extra, marks)
 
 
 def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
