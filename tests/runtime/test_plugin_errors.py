@@ -256,3 +256,16 @@ def test_ctrl_c_stays_a_keyboard_interrupt_when_a_plugin_fails_to_unconfigure(tm
     assert [(r["plugin"], r["error"]) for r in failures] == [
         ("fails_to_flush", "OSError('flush failed')")
     ]
+
+
+def test_forward_replacements_are_not_checked():
+    """As with torch's hooks, any forward pre-hook or forward return is used as it is: the
+    module receives the new args, the caller the new output, with no plugin failure."""
+    runtime = _runtime()
+    runtime.register(_returning("hookgrad_forward_pre", lambda e: e.args[0] * 2), name="pre")
+    runtime.register(_returning("hookgrad_forward", lambda e: (e.output, "extra")), name="out")
+    layer = nn.Identity()
+    with warnings.catch_warnings(), runtime:
+        warnings.simplefilter("error")
+        output, extra = layer(hookgrad.tensor([1.5]))
+    assert (output.tolist(), extra) == ([3.0], "extra")

@@ -179,12 +179,14 @@ def test_a_runtime_ignores_the_work_of_other_threads():
     assert _records(runtime) == []
 
 
-def test_a_shared_runtime_records_every_threads_work():
-    """threads="all": each thread's calls are named and counted on their own, none lost."""
+@pytest.mark.parametrize("workers", [2, 4])
+def test_a_shared_runtime_records_every_threads_work(workers):
+    """threads="all": each thread's calls are named and counted on their own, none lost, even
+    when the threads make their first module call at the same moment (up to four)."""
     expected, _ = _run_alone(4)
     per_step = len(expected) // STEPS
-    barrier = threading.Barrier(2)
-    models = [_model(4), _model(4)]
+    barrier = threading.Barrier(workers)
+    models = [_model(4) for _ in range(workers)]
     with Runtime(PIPELINE, environ={}, threads="all") as runtime:
         _in_threads(
             *(
@@ -193,15 +195,15 @@ def test_a_shared_runtime_records_every_threads_work():
             )
         )
     records = _records(runtime)
-    assert runtime.step == 2 * STEPS  # every thread's steps advance the one counter
-    assert len(records) == 2 * STEPS * per_step
+    assert runtime.step == workers * STEPS  # every thread's steps advance the one counter
+    assert len(records) == workers * STEPS * per_step
     module_records = [r for r in records if "call_index" in r]
 
     def calls(rs: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         return sorted((r["hook"], r["module_name"], r["call_index"]) for r in rs)
 
     expected_calls = calls([r for r in expected if "call_index" in r])
-    assert calls(module_records) == sorted(expected_calls * 2)
+    assert calls(module_records) == sorted(expected_calls * workers)
 
 
 def test_threads_must_name_a_policy():
