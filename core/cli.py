@@ -559,7 +559,8 @@ def demo(
         _train(task, steps, log_every, runtime, inject_nan, out and out / LOSS_FILE)
     except NonFiniteGradientError as error:  # its action "raise": the run stops, as asked
         _after_run(runtime, out)
-        raise click.ClickException(f"nan_guard stopped training: {error}") from None
+        finding = error.__cause__ or error  # the runtime's PluginError wraps the guard's own
+        raise click.ClickException(f"nan_guard stopped training: {finding}") from None
     _after_run(runtime, out)
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from . import events, specs
 from ._config import OnError, PluginConfig
+from ._errors import PluginError
 from ._markers import PROJECT_NAME, hookimpl, hookspec
 from ._order import Stage, call_order, stage
 from ._stats import TENSOR_SUMMARY_SCHEMA, TensorSummary, tensor_stats
@@ -60,6 +61,7 @@ __all__ = [
     "OptimizerStepPostEvent",
     "OptimizerStepPreEvent",
     "PluginConfig",
+    "PluginError",
     "PluginRecord",
     "RunEvent",
     "Stage",

@@ -237,7 +237,9 @@ class ForwardPreEvent(ModuleEvent):
     hook: ClassVar[str] = "hookgrad_forward_pre"
     phase: Literal["forward_pre"] = "forward_pre"
     args: _Args = Field(description="Positional arguments, after earlier pre-hooks' replacements")
-    kwargs: _Kwargs = Field(description="Keyword arguments (read-only: cannot be replaced)")
+    kwargs: _Kwargs = Field(
+        description="Keyword arguments of the call (read-only: cannot be replaced)"
+    )
 
 
 class ForwardEvent(ModuleEvent):

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from itertools import chain
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar, cast
 
 import numpy as np
@@ -141,19 +140,25 @@ def _gate_allows(gate: StepGate, optimizer: Optimizer) -> bool:
 def _step_with_hooks(
     func: Callable[..., _R], optimizer: Optimizer, args: Args, kwargs: Kwargs
 ) -> _R | None:
-    """The slow path of a step: gates, pre-hooks, step, post hooks (torch's order)."""
-    for gate in _optimizer_step_gates.values():
+    """The slow path of a step: gates, pre-hooks, step, post hooks (torch's order).
+
+    Each kind runs from a snapshot of its tables (as module hooks do, SEMANTICS H-5): a hook
+    that adds or removes hooks, or another thread doing so, changes the next step only.
+    """
+    for gate in tuple(_optimizer_step_gates.values()):
         if not _gate_allows(gate, optimizer):
             return None
-    for pre_hook in chain(
-        _global_optimizer_pre_hooks.values(), optimizer._optimizer_step_pre_hooks.values()
+    for pre_hook in (
+        *_global_optimizer_pre_hooks.values(),
+        *optimizer._optimizer_step_pre_hooks.values(),
     ):
         result = pre_hook(optimizer, args, kwargs)
         if result is not None:
             args, kwargs = new_args_and_kwargs(result, str(func))
     out = func(*args, **kwargs)
-    for post_hook in chain(
-        optimizer._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()
+    for post_hook in (
+        *optimizer._optimizer_step_post_hooks.values(),
+        *_global_optimizer_post_hooks.values(),
     ):
         post_hook(optimizer, args, kwargs)
     return out

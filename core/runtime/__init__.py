@@ -23,7 +23,8 @@ read, no logger is configured (structlog's global configuration is never touched
 
 from __future__ import annotations
 
-from ._bridge import HookBridge, PluginHookWarning
+from ..hookspecs import PluginError
+from ._bridge import HookBridge
 from ._config import (
     EventsConfig,
     LoadedConfig,
@@ -42,6 +43,7 @@ from ._discovery import (
     load_class_path,
 )
 from ._errors import ConfigError
+from ._failures import PluginHookWarning
 from ._logging import LogCapture, capture_logs, make_logger
 from ._loop import LoopHooks
 from ._records import LogFormatError, LogLineWarning, read_events
@@ -64,6 +66,7 @@ __all__ = [
     "LoopHooks",
     "MemorySink",
     "PluginCatalog",
+    "PluginError",
     "PluginHookWarning",
     "PluginImportWarning",
     "PluginLoadError",

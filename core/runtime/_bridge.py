@@ -9,8 +9,10 @@ order, with the replacement rules of the torch-style hooks (see :mod:`hookgrad.h
 What is registered depends on what is listened to, evaluated by :meth:`HookBridge.refresh`:
 
 * no implementation of any module spec: nothing, so module calls keep the engine's fast path;
-* otherwise a global forward pre-hook and a global forward hook (``with_kwargs=True``,
-  ``always_call=True``), even when only backward specs are implemented: they mark where calls
+* otherwise a global forward pre-hook and a global forward hook (both with the call's
+  kwargs, the forward hook ``always_call=True``; torch's global pre-hooks take no kwargs, so
+  the pre-hook uses hookgrad's ``register_module_forward_pre_hook_with_kwargs``), even when
+  only backward specs are implemented: they mark where calls
   begin and end, which is what gives a call its qualified name and call index
   (:mod:`._naming`); the forward specs are dispatched from them when implemented;
 * a global full backward pre-hook if ``hookgrad_backward_pre`` is implemented, a global full
@@ -25,14 +27,28 @@ hooks are per-call records: the entry captured by call N is a fresh :class:`_Cal
 which the bridge's forward pre-hook of call N fills with the name and call index before
 putting a new, empty record in the tables for the next call. A record captured by a call
 that failed before the bridge's pre-hook ran stays empty and in the tables, for the next call.
+
+Threads (:mod:`._threads`): every hook begins with the owner check, a lookup of the calling
+thread in the bridge's per-thread state (:class:`_Thread`). With ``threads="starter"`` only
+the thread that attached the bridge has one; the hooks return at once in any other. With
+``threads="all"`` a thread gets its own state at its first module call: its own call stack
+(names, call indices) and its own entries in the backward tables, so the record a call
+captures is swapped only by that thread's next call. The engine captures a call's record
+before the pre-hook runs, so a thread not yet seen captures the *spare* entries registered
+in advance, and the oldest becomes its own; a new spare replaces it. Only when more than
+``_SPARES`` threads make their first module call at the same moment does one of those first
+calls miss its backward events (never a wrong name). A record runs only in the thread that
+bound it: one captured by another thread's call (every entry is in every call's snapshot)
+does nothing there. Swapping a thread's records and building the engine's backward lists
+share one lock (``GLOBAL_HOOKS.replace_backward``), so no call captures a half-swapped table.
 """
 
 from __future__ import annotations
 
-import warnings
+import threading
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, TypeVar
 
 import pluggy
 
@@ -49,12 +65,15 @@ from ..nn.modules._global_hooks import (
     GLOBAL_HOOKS,
     GlobalHookTable,
     register_module_forward_hook,
-    register_module_forward_pre_hook,
+    register_module_forward_pre_hook_with_kwargs,
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
 from ..utils.hooks import RemovableHandle
-from ._naming import ModuleNamer
+from ._failures import OnErrorLog, PluginFailures, PluginHookWarning
+from ._naming import CallStack, ModuleNamer
+from ._replacements import as_args, checked_gradients
+from ._threads import ThreadPolicy, check_policy, current_thread
 
 __all__ = ["MODULE_HOOKS", "HookBridge", "OnErrorLog", "PluginHookWarning"]
 
@@ -66,19 +85,14 @@ MODULE_HOOKS: Final = (FORWARD_PRE, FORWARD, BACKWARD_PRE, FULL_BACKWARD)
 """The module hook specs the bridge dispatches, in the order of one module call."""
 
 _DEFAULT_CONFIG: Final = PluginConfig()
+_SPARES: Final = 4
+"""threads="all": how many new threads may make their first module call at the same moment
+and still have the backward events of that call (see the module docstring)."""
+_BACKWARD_TABLES: Final = {
+    BACKWARD_PRE: GLOBAL_HOOKS.backward_pre,
+    FULL_BACKWARD: GLOBAL_HOOKS.backward,
+}
 _E = TypeVar("_E", bound=ModuleEvent)
-
-
-class OnErrorLog(Protocol):
-    """What the bridge calls when a plugin with ``on_error`` "warn" or "disable" raised."""
-
-    def __call__(
-        self, *, plugin: str, hook: str, module: str, phase: str, error: BaseException
-    ) -> None: ...
-
-
-class PluginHookWarning(UserWarning):
-    """A plugin raised inside a module hook and its ``on_error`` is "warn" or "disable"."""
 
 
 class _Listener:
@@ -110,20 +124,29 @@ class _CallRecord:
     called with one gradient tuple it is the backward pre-hook, with two the full hook.
     """
 
-    __slots__ = ("bridge", "call_index", "generation", "module_name", "module_type", "selection")
+    __slots__ = (
+        "bridge",
+        "call_index",
+        "generation",
+        "module_name",
+        "module_type",
+        "selection",
+        "thread",
+    )
 
     def __init__(self, bridge: HookBridge) -> None:
         self.bridge = bridge
-        self.module_name: str | None = None
+        self.thread: int | None = None  # the thread whose call filled it; None: still empty
+        self.module_name = ""
         self.module_type = ""
         self.call_index = 0
         self.selection: _Selection = ()
         self.generation = -1
 
     def __call__(self, module: Any, *grads: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        name = self.module_name
-        if name is None:
+        if self.thread != current_thread():  # empty, or filled by another thread's call
             return None
+        name = self.module_name
         bridge = self.bridge
         if self.generation != bridge._generation:  # listeners changed since forward
             self.selection = bridge._select(name, self.module_type)
@@ -131,6 +154,24 @@ class _CallRecord:
         if len(grads) == 1:
             return bridge._dispatch_backward_pre(self, name, grads[0])
         return bridge._dispatch_full_backward(self, name, grads[0], grads[1])
+
+
+class _Thread:
+    """What a bridge keeps for one thread it acts for (see the module docstring).
+
+    ``calls`` are the thread's module calls in progress; ``record`` the record its next module
+    call captures, sitting in the thread's own backward-table entries (``handles``, and as
+    (table, key) pairs in ``slots``). ``ident`` is None for the spare, not yet any thread's.
+    """
+
+    __slots__ = ("calls", "handles", "ident", "record", "slots")
+
+    def __init__(self, ident: int | None, calls: CallStack, record: _CallRecord) -> None:
+        self.ident = ident
+        self.calls = calls
+        self.record = record
+        self.handles: dict[str, RemovableHandle] = {}
+        self.slots: tuple[tuple[GlobalHookTable, int], ...] = ()
 
 
 class HookBridge:
@@ -142,16 +183,21 @@ class HookBridge:
             entry gets ``PluginConfig()`` defaults (every module, ``on_error="raise"``). Read by
             :meth:`refresh`. Plugins whose config has ``enabled=False`` are not called.
         on_error_log: called as ``on_error_log(plugin=, hook=, module=, phase=, error=)``
-            when a plugin with ``on_error`` "warn" or "disable" raised.
+            when a plugin with ``on_error`` "warn" or "disable" failed (:mod:`._failures`).
+        threads: ``"starter"`` (default): act only on the module calls of the thread that
+            calls :meth:`attach`; ``"all"``: on every thread's (see :mod:`._threads`).
 
     ``attach()`` registers the global hooks that someone listens to (see the module docstring),
     ``detach()`` removes them (idempotent); ``with bridge:`` does both. Call :meth:`refresh`
     after registering or unregistering plugins: the bridge caches who listens. ``step`` is the
     training step stamped on every event. Plugins run among the global hooks in registration
     order: after global hooks registered before :meth:`attach`, before later ones, and always
-    before each module's own hooks (G-1). A detached bridge calls no plugin, not even for
-    graphs built while it was attached. ``on_error="disable"`` stops this bridge from calling
-    the plugin (listed in ``disabled``); the plugin stays registered with ``pm``.
+    before each module's own hooks (G-1); with ``threads="all"``, the backward entries of a
+    thread seen later may sit after global hooks registered meanwhile. A detached bridge calls
+    no plugin, not even for graphs built while it was attached. A plugin that fails is handled
+    by ``failures`` (:mod:`._failures`), shared with the loop points and the runtime:
+    ``on_error="disable"`` stops this bridge from calling the plugin (listed in ``disabled``);
+    the plugin stays registered with ``pm``.
 
     Attaching with a ``hookgrad_full_backward`` implementation registers a global full backward
     hook, after which ``register_module_backward_hook`` raises for the rest of the process
@@ -164,24 +210,34 @@ class HookBridge:
         configs: Mapping[str, PluginConfig],
         *,
         on_error_log: OnErrorLog | None = None,
+        threads: ThreadPolicy = "starter",
     ) -> None:
         self.pm = pm
         self.configs = configs
-        self.on_error_log = on_error_log
+        self.threads = check_policy(threads)
         self.step = 0
-        self.disabled: set[str] = set()
+        # How plugin failures are handled, here, at the loop points and in the lifecycle.
+        self.failures = PluginFailures(on_error_log)
+        self.failures.on_disable.append(self.refresh)
         self._namer = ModuleNamer()
+        # thread key -> its state; replaced, never changed in place (readers need no lock)
+        self._threads: dict[int, _Thread] = {}
+        # threads="all": the states the next new threads take, oldest first
+        self._spares: list[_Thread] = []
+        self._adopting = threading.Lock()
         self._attached = False
         self._listeners: dict[str, tuple[_Listener, ...]] = dict.fromkeys(MODULE_HOOKS, ())
         # (module name, module type) -> the listeners of each hook that select that module
         self._selections: dict[tuple[str, str], _Selection] = {}
         self._generation = 0  # bumped whenever the listeners change
-        self._handles: dict[str, RemovableHandle] = {}
-        self._record = _CallRecord(self)
-        # (table, key) of each registered backward hook: where the next call's record goes.
-        self._record_slots: list[tuple[GlobalHookTable, int]] = []
+        self._handles: dict[str, RemovableHandle] = {}  # the forward hooks, shared
 
     # ------------------------------------------------------------------ lifecycle
+    @property
+    def disabled(self) -> set[str]:
+        """The plugins disabled by their ``on_error="disable"``: no longer called."""
+        return self.failures.disabled
+
     @property
     def attached(self) -> bool:
         """Whether :meth:`attach` was called and :meth:`detach` not since."""
@@ -196,8 +252,16 @@ class HookBridge:
         return self._namer.roots_key()
 
     def attach(self) -> HookBridge:
-        """Register the global hooks someone listens to; returns the bridge."""
-        self._attached = True
+        """Register the global hooks someone listens to; returns the bridge.
+
+        The calling thread becomes the one whose work the bridge acts on (``threads``).
+        """
+        if not self._attached:
+            self._attached = True
+            starter = self._new_thread(current_thread())
+            self._threads = {starter.ident: starter}  # type: ignore[dict-item]
+            if self.threads == "all":
+                self._spares = [self._new_thread(None) for _ in range(_SPARES)]
         self.refresh()
         return self
 
@@ -207,8 +271,35 @@ class HookBridge:
         self._set_listeners(dict.fromkeys(MODULE_HOOKS, ()))
         for name in tuple(self._handles):
             self._handles.pop(name).remove()
-        self._record_slots.clear()
-        self._namer.reset()
+        for thread in self._all_threads():
+            _sync(thread.handles, set(), self._register)
+        self._threads, self._spares = {}, []
+
+    def acts_here(self) -> bool:
+        """The owner check: whether the bridge acts on the calling thread's work."""
+        return current_thread() in self._threads or self._adopt() is not None
+
+    def _new_thread(self, ident: int | None) -> _Thread:
+        return _Thread(ident, self._namer.calls(), _CallRecord(self))
+
+    def _all_threads(self) -> tuple[_Thread, ...]:
+        return (*self._threads.values(), *self._spares)
+
+    def _adopt(self) -> _Thread | None:
+        """threads="all": the calling thread's first work; it takes the oldest spare state."""
+        if not self._spares:
+            return None
+        with self._adopting:
+            ident = current_thread()
+            thread = self._threads.get(ident)
+            if thread is None and self._spares:
+                thread = self._spares.pop(0)  # the oldest: in the snapshot of this call
+                thread.ident = ident
+                self._threads = {**self._threads, ident: thread}
+                spare = self._new_thread(None)
+                self._sync_records(spare)
+                self._spares.append(spare)
+            return thread
 
     def __enter__(self) -> HookBridge:
         return self.attach()
@@ -231,21 +322,23 @@ class HookBridge:
             return
         self._set_listeners({hook: self._listeners_of(hook) for hook in MODULE_HOOKS})
         listened = {hook for hook, listeners in self._listeners.items() if listeners}
-        wanted = set(listened - {FORWARD_PRE, FORWARD})
-        if listened:
-            wanted |= {FORWARD_PRE, FORWARD}  # names and call ends come from these two
-        for name in tuple(self._handles):
-            if name not in wanted:
-                self._handles.pop(name).remove()
-                if name == FORWARD:
-                    self._namer.reset()  # call ends are no longer reported
-        for name in MODULE_HOOKS:
-            if name in wanted and name not in self._handles:
-                self._handles[name] = self._register(name)
-        tables = {BACKWARD_PRE: GLOBAL_HOOKS.backward_pre, FULL_BACKWARD: GLOBAL_HOOKS.backward}
-        self._record_slots = [
-            (tables[name], handle.id) for name, handle in self._handles.items() if name in tables
-        ]
+        # names and call ends come from the two forward hooks
+        forward = {FORWARD_PRE, FORWARD} if listened else set()
+        if FORWARD in self._handles and not listened:
+            for thread in self._all_threads():
+                thread.calls.reset()  # call ends are no longer reported
+        _sync(self._handles, forward, self._register)
+        for thread in self._all_threads():
+            self._sync_records(thread)
+
+    def _sync_records(self, thread: _Thread) -> None:
+        """Give ``thread`` an entry in each backward table someone listens to, and no other."""
+        wanted = {name for name in _BACKWARD_TABLES if self._listeners[name]}
+        record = thread.record
+        _sync(thread.handles, wanted, lambda name: _BACKWARD_REGISTER[name](record))
+        thread.slots = tuple(
+            (_BACKWARD_TABLES[name], handle.id) for name, handle in thread.handles.items()
+        )
 
     def _listeners_of(self, hook: str) -> tuple[_Listener, ...]:
         listeners = []
@@ -262,22 +355,21 @@ class HookBridge:
 
     def _register(self, name: str) -> RemovableHandle:
         if name == FORWARD_PRE:
-            return register_module_forward_pre_hook(self._forward_pre_hook)
-        if name == FORWARD:
-            return register_module_forward_hook(
-                self._forward_hook, with_kwargs=True, always_call=True
-            )
-        if name == BACKWARD_PRE:
-            return register_module_full_backward_pre_hook(self._record)
-        return register_module_full_backward_hook(self._record)
+            return register_module_forward_pre_hook_with_kwargs(self._forward_pre_hook)
+        return register_module_forward_hook(self._forward_hook, with_kwargs=True, always_call=True)
 
     # ------------------------------------------------------------------ global hooks
-    def _forward_pre_hook(self, module: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        name, index = self._namer.enter(module)
+    def _forward_pre_hook(
+        self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+        thread = self._threads.get(current_thread()) or self._adopt()
+        if thread is None:  # another thread's call
+            return None
+        name, index = thread.calls.enter(module)
         module_type = type(module).__name__
         selection = self._selections.get((name, module_type)) or self._select(name, module_type)
-        if self._record_slots:
-            self._bind_record(name, module_type, index, selection)
+        if thread.slots:
+            self._bind_record(thread, name, module_type, index, selection)
         listeners = selection[0]
         if not listeners:
             return None
@@ -289,23 +381,28 @@ class HookBridge:
                 "step": self.step,
                 "phase": "forward_pre",
                 "args": args,
-                "kwargs": {},
+                "kwargs": kwargs,
             }
         )
-        final = self._chain(listeners, event, "args", _as_args)
-        return None if final is event else final.args
+        final = self._chain(listeners, event, "args", as_args)
+        return None if final is event else (final.args, kwargs)
 
-    def _bind_record(self, name: str, module_type: str, index: int, selection: _Selection) -> None:
+    def _bind_record(
+        self, thread: _Thread, name: str, module_type: str, index: int, selection: _Selection
+    ) -> None:
         """Fill the record this call captured; put a fresh one in the tables for the next."""
-        record = self._record
+        record = thread.record
         record.module_name, record.module_type, record.call_index = name, module_type, index
         record.selection, record.generation = selection, self._generation
-        record = self._record = _CallRecord(self)
-        for table, key in self._record_slots:
-            table.replace(key, record)
+        record.thread = thread.ident
+        record = thread.record = _CallRecord(self)
+        GLOBAL_HOOKS.replace_backward(thread.slots, record)
 
     def _forward_hook(self, module: Any, args: tuple[Any, ...], *rest: Any) -> Any:
-        ended = self._namer.exit(module)
+        thread = self._threads.get(current_thread())
+        if thread is None:  # another thread's call
+            return None
+        ended = thread.calls.exit(module)
         if ended is None or len(rest) != 2:  # len 1: always_call after a failure, no output
             return None
         name, index = ended
@@ -346,7 +443,7 @@ class HookBridge:
                 "grad_output": grad_output,
             }
         )
-        final = self._chain(listeners, event, "grad_output", tuple)
+        final = self._chain(listeners, event, "grad_output", checked_gradients)
         return None if final is event else final.grad_output
 
     def _dispatch_full_backward(
@@ -370,7 +467,7 @@ class HookBridge:
                 "grad_output": grad_output,
             }
         )
-        final = self._chain(listeners, event, "grad_input", tuple)
+        final = self._chain(listeners, event, "grad_input", checked_gradients)
         return None if final is event else final.grad_input
 
     # ------------------------------------------------------------------ dispatch
@@ -391,51 +488,48 @@ class HookBridge:
         listeners: tuple[_Listener, ...],
         event: _E,
         field: str,
-        convert: Callable[[Any], Any] | None,
+        check: Callable[[Any, Any], Any] | None,
     ) -> _E:
-        """Call each listener; a non-None return replaces ``field`` for the next one."""
+        """Call each listener; a non-None return, once ``check``-ed against the current value,
+        replaces ``field`` for the next one. A raise or a bad return is the plugin's failure."""
+        failures = self.failures
         for listener in listeners:
-            if listener.name in self.disabled:
+            if listener.name in failures.disabled:
                 continue
             try:
                 result = listener.call(event)
+                if result is not None:
+                    value = result if check is None else check(result, getattr(event, field))
+                    event = event.model_copy(update={field: value})
             except Exception as error:
-                if listener.config.on_error == "raise":
-                    raise
-                self._report(listener, event, error)
-                continue
-            if result is not None:
-                value = result if convert is None else convert(result)
-                event = event.model_copy(update={field: value})
+                failures.failed(
+                    listener.name,
+                    listener.config.on_error,
+                    error,
+                    hook=event.hook,
+                    phase=event.phase,
+                    module=event.module_name,
+                    module_type=event.module_type,
+                    step=event.step,
+                )
         return event
 
-    def _report(self, listener: _Listener, event: ModuleEvent, error: Exception) -> None:
-        """on_error "warn" / "disable": warn, log, and for "disable" stop calling the plugin."""
-        disable = listener.config.on_error == "disable"
-        action = (
-            "disabled it for the rest of this runtime" if disable else "went on without its result"
-        )
-        warnings.warn(
-            PluginHookWarning(
-                f"plugin {listener.name!r} raised {error!r} in {event.hook} for module "
-                f"{event.module_name!r} ({event.module_type}, phase {event.phase!r}); "
-                f"hookgrad {action} (on_error={listener.config.on_error!r})"
-            ),
-            stacklevel=2,
-        )
-        if self.on_error_log is not None:
-            self.on_error_log(
-                plugin=listener.name,
-                hook=event.hook,
-                module=event.module_name,
-                phase=event.phase,
-                error=error,
-            )
-        if disable:
-            self.disabled.add(listener.name)
-            self.refresh()
+
+_BACKWARD_REGISTER: Final = {
+    BACKWARD_PRE: register_module_full_backward_pre_hook,
+    FULL_BACKWARD: register_module_full_backward_hook,
+}
 
 
-def _as_args(value: Any) -> tuple[Any, ...]:
-    """A forward pre-hook's return as the new positional args (F-2)."""
-    return value if isinstance(value, tuple) else (value,)
+def _sync(
+    handles: dict[str, RemovableHandle],
+    wanted: set[str],
+    register: Callable[[str], RemovableHandle],
+) -> None:
+    """Remove the hooks in ``handles`` not ``wanted``; register the missing ones (in order)."""
+    for name in tuple(handles):
+        if name not in wanted:
+            handles.pop(name).remove()
+    for name in MODULE_HOOKS:
+        if name in wanted and name not in handles:
+            handles[name] = register(name)

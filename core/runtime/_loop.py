@@ -27,7 +27,7 @@ failing that it is named ``param{i}`` (its index in the optimizer's order), owne
 
 from __future__ import annotations
 
-import warnings
+import threading
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol, TypeAlias
@@ -45,8 +45,9 @@ from ..hookspecs import (
     call_order,
 )
 from ..optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
-from ._bridge import MODULE_HOOKS, HookBridge, OnErrorLog, PluginHookWarning, _Listener
+from ._bridge import MODULE_HOOKS, HookBridge, _Listener
 from ._naming import RootSpotter
+from ._replacements import checked_seed
 
 __all__ = ["LOOP_HOOKS", "LoopHooks"]
 
@@ -72,7 +73,8 @@ _Pairs: TypeAlias = tuple[tuple[str, Any], ...]
 
 
 class LoopHooks:
-    """Dispatches the training-loop specs; shares ``step`` and ``disabled`` with ``bridge``."""
+    """Dispatches the training-loop specs; shares ``step``, the owner check and the handling
+    of plugin failures (``failures``, ``disabled``) with ``bridge``."""
 
     def __init__(
         self,
@@ -80,14 +82,14 @@ class LoopHooks:
         configs: Mapping[str, PluginConfig],
         bridge: HookBridge,
         *,
-        on_error_log: OnErrorLog | None = None,
         on_step_end: Callable[[], None] | None = None,
     ) -> None:
         self.pm = pm
         self.configs = configs
         self.bridge = bridge
-        self.on_error_log = on_error_log
         self.on_step_end = on_step_end
+        bridge.failures.on_disable.append(self.refresh)
+        self._counting = threading.Lock()
         self._attached = False
         self._listeners: dict[str, tuple[_Listener, ...]] = dict.fromkeys(LOOP_HOOKS, ())
         self._handles: dict[str, _Removable] = {}
@@ -145,7 +147,7 @@ class LoopHooks:
 
     def _install(self, kind: str, shape: Any) -> _Removable:
         if kind == "spotter":
-            return RootSpotter(self._spot)
+            return RootSpotter(self._spot, self.bridge.acts_here)
         if kind == "gate":
             return register_optimizer_step_gate(self._gate)
         if kind == "post":
@@ -165,6 +167,8 @@ class LoopHooks:
 
     # ------------------------------------------------------------------ backward
     def _begin(self, root: Any, gradient: Any) -> Any:
+        if not self.bridge.acts_here():  # another thread's backward
+            return None
         first = event = BackwardBeginEvent.trusted(
             {
                 "step": self.bridge.step,
@@ -174,12 +178,14 @@ class LoopHooks:
             }
         )
         for listener in self._listeners[BACKWARD_BEGIN]:
-            result = self._call(listener, event)
+            result = self._call(listener, event, checked_seed, root)
             if result is not None:
                 event = event.model_copy(update={"gradient": result})
         return None if event is first else event.gradient
 
     def _end(self, root: Any) -> None:
+        if not self.bridge.acts_here():
+            return
         event = BackwardEndEvent.trusted(
             {"step": self.bridge.step, "phase": "backward_end", "loss": root}
         )
@@ -194,6 +200,8 @@ class LoopHooks:
             self.refresh()
 
     def _gate(self, optimizer: Any) -> bool:
+        if not self.bridge.acts_here():  # another thread's step: not ours to veto
+            return True
         self._end_spotting()
         named = self.named_parameters(optimizer)
         selected: dict[str, _Pairs] = {}
@@ -214,6 +222,8 @@ class LoopHooks:
         return True
 
     def _post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self.bridge.acts_here():
+            return
         self._after_step(optimizer, vetoed_by=None)
 
     def _after_step(self, optimizer: Any, vetoed_by: str | None) -> None:
@@ -238,7 +248,8 @@ class LoopHooks:
                     }
                 )
                 self._call(listener, event)
-        self.bridge.step += 1
+        with self._counting:  # threads="all": steps of two threads at once both count
+            self.bridge.step += 1
         self._end_spotting()
         if self.on_step_end is not None:
             self.on_step_end()
@@ -330,36 +341,28 @@ class LoopHooks:
         return pairs_of
 
     # ------------------------------------------------------------------ errors
-    def _call(self, listener: _Listener, event: RunEvent) -> Any:
-        """The listener's result; None if it is disabled or raised under warn/disable."""
-        if listener.name in self.bridge.disabled:
+    def _call(
+        self,
+        listener: _Listener,
+        event: RunEvent,
+        check: Callable[[Any, Any], Any] | None = None,
+        against: Any = None,
+    ) -> Any:
+        """The listener's result (``check(result, against)``-ed when not None); None if it is
+        disabled or failed under on_error "warn" / "disable" (:mod:`._failures`)."""
+        failures = self.bridge.failures
+        if listener.name in failures.disabled:
             return None
         try:
-            return listener.call(event)
+            result = listener.call(event)
+            return result if result is None or check is None else check(result, against)
         except Exception as error:
-            if listener.config.on_error == "raise":
-                raise
-            self._report(listener, event, error)
-            return None
-
-    def _report(self, listener: _Listener, event: RunEvent, error: Exception) -> None:
-        disable = listener.config.on_error == "disable"
-        action = (
-            "disabled it for the rest of this runtime" if disable else "went on without its result"
-        )
-        warnings.warn(
-            PluginHookWarning(
-                f"plugin {listener.name!r} raised {error!r} in {event.hook} (phase "
-                f"{event.phase!r}, step {event.step}); hookgrad {action} "
-                f"(on_error={listener.config.on_error!r})"
-            ),
-            stacklevel=3,
-        )
-        if self.on_error_log is not None:
-            self.on_error_log(
-                plugin=listener.name, hook=event.hook, module="", phase=event.phase, error=error
+            failures.failed(
+                listener.name,
+                listener.config.on_error,
+                error,
+                hook=event.hook,
+                phase=event.phase,
+                step=event.step,
             )
-        if disable:
-            self.bridge.disabled.add(listener.name)
-            self.bridge.refresh()
-            self.refresh()
+            return None

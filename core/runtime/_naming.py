@@ -25,8 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+from ._threads import current_thread
 
-__all__ = ["ModuleNamer", "RootSpotter"]
+__all__ = ["CallStack", "ModuleNamer", "RootSpotter"]
 
 # id(module) -> (qualified name, the parent's ``_modules`` dict or None for the root, key)
 _Table = dict[int, tuple[str, dict[str, Any] | None, str]]
@@ -54,21 +55,21 @@ class _Scope:
 
 
 class ModuleNamer:
-    """Names module calls: ``enter(module)`` -> ``(qualified name, call index)``; ``exit``."""
+    """The name tables of the naming roots, shared by the call stacks of every thread.
 
-    __slots__ = ("_counts", "_roots_added", "_stack", "_tables")
+    :meth:`calls` makes one :class:`CallStack` per thread: the calls in progress are a
+    thread's own, the names of a model are the same in every thread.
+    """
+
+    __slots__ = ("_roots_added", "_tables")
 
     def __init__(self) -> None:
         self._tables: weakref.WeakKeyDictionary[Any, _Table] = weakref.WeakKeyDictionary()
         self._roots_added = 0  # how many roots were ever added: see roots_key
-        # One (module, scope, name, call index) frame per call in progress, innermost last.
-        self._stack: list[tuple[Any, _Scope, str, int]] = []
-        self._counts: dict[int, int] = {}
 
-    @property
-    def depth(self) -> int:
-        """How many module calls are in progress."""
-        return len(self._stack)
+    def calls(self) -> CallStack:
+        """A new, empty stack of calls in progress, naming from these tables."""
+        return CallStack(self)
 
     def roots(self) -> list[Any]:
         """The modules seen as naming roots (outermost calls) that are still alive."""
@@ -78,37 +79,6 @@ class ModuleNamer:
         """Changes whenever :meth:`roots` does (a root added or gone), without listing them:
         iterating a WeakKeyDictionary costs microseconds, a step's budget for this nothing."""
         return self._roots_added, len(self._tables)
-
-    def reset(self) -> None:
-        """Forget the calls in progress (the hooks that report call ends were removed)."""
-        self._stack.clear()
-        self._counts.clear()
-
-    def enter(self, module: Any) -> tuple[str, int]:
-        """A call of ``module`` begins: its qualified name and which call of it this is."""
-        stack = self._stack
-        if not stack:
-            self._counts.clear()
-            name, scope = "", self._scope(module)
-        else:
-            name, scope = self._lookup(stack[-1][1], module)
-        key = id(module)
-        index = self._counts.get(key, 0)
-        self._counts[key] = index + 1
-        stack.append((module, scope, name, index))
-        return name, index
-
-    def exit(self, module: Any) -> tuple[str, int] | None:
-        """The call of ``module`` ended (returned or raised): its name and call index.
-
-        None when the innermost call in progress is not one of ``module`` (its start was not
-        seen, e.g. an earlier forward pre-hook raised); the call stack is then left alone.
-        """
-        stack = self._stack
-        if stack and stack[-1][0] is module:
-            _, _, name, index = stack.pop()
-            return name, index
-        return None
 
     def _scope(self, root: Any) -> _Scope:
         table = self._tables.get(root)
@@ -132,6 +102,54 @@ class ModuleNamer:
         return "", self._scope(module)  # outside the root's structure: a root of its own
 
 
+class CallStack:
+    """One thread's module calls in progress: ``enter(module)`` -> ``(name, call index)``."""
+
+    __slots__ = ("_counts", "_namer", "_stack")
+
+    def __init__(self, namer: ModuleNamer) -> None:
+        self._namer = namer
+        # One (module, scope, name, call index) frame per call in progress, innermost last.
+        self._stack: list[tuple[Any, _Scope, str, int]] = []
+        self._counts: dict[int, int] = {}
+
+    @property
+    def depth(self) -> int:
+        """How many module calls are in progress."""
+        return len(self._stack)
+
+    def reset(self) -> None:
+        """Forget the calls in progress (the hooks that report call ends were removed)."""
+        self._stack.clear()
+        self._counts.clear()
+
+    def enter(self, module: Any) -> tuple[str, int]:
+        """A call of ``module`` begins: its qualified name and which call of it this is."""
+        stack = self._stack
+        if not stack:
+            self._counts.clear()
+            name, scope = "", self._namer._scope(module)
+        else:
+            name, scope = self._namer._lookup(stack[-1][1], module)
+        key = id(module)
+        index = self._counts.get(key, 0)
+        self._counts[key] = index + 1
+        stack.append((module, scope, name, index))
+        return name, index
+
+    def exit(self, module: Any) -> tuple[str, int] | None:
+        """The call of ``module`` ended (returned or raised): its name and call index.
+
+        None when the innermost call in progress is not one of ``module`` (its start was not
+        seen, e.g. an earlier forward pre-hook raised); the call stack is then left alone.
+        """
+        stack = self._stack
+        if stack and stack[-1][0] is module:
+            _, _, name, index = stack.pop()
+            return name, index
+        return None
+
+
 class RootSpotter:
     """Reports each module called as an outermost call (a model, a loss) while installed.
 
@@ -141,23 +159,31 @@ class RootSpotter:
     path, later ones keep the fast path. ``remove()`` uninstalls it (idempotent).
     """
 
-    __slots__ = ("_depth", "_found", "_handles")
+    __slots__ = ("_acts_here", "_depths", "_found", "_handles")
 
-    def __init__(self, found: Callable[[Any], None]) -> None:
+    def __init__(self, found: Callable[[Any], None], acts_here: Callable[[], bool]) -> None:
         self._found = found
-        self._depth = 0
+        self._acts_here = acts_here  # the owner check (see ._threads)
+        self._depths: dict[int, int] = {}  # thread key -> module calls in progress there
         self._handles = (
             register_module_forward_pre_hook(self._enter),
             register_module_forward_hook(self._exit, always_call=True),
         )
 
     def _enter(self, module: Any, args: tuple[Any, ...]) -> None:
-        if self._depth == 0:
+        if not self._acts_here():
+            return
+        key = current_thread()
+        depth = self._depths.get(key, 0)
+        if depth == 0:
             self._found(module)
-        self._depth += 1
+        self._depths[key] = depth + 1
 
     def _exit(self, module: Any, args: tuple[Any, ...], output: Any = None) -> None:
-        self._depth = max(self._depth - 1, 0)
+        key = current_thread()
+        depth = self._depths.get(key)
+        if depth:
+            self._depths[key] = depth - 1
 
     def remove(self) -> None:
         for handle in self._handles:

@@ -20,6 +20,7 @@ so it runs only when named.
 from __future__ import annotations
 
 import os
+import threading
 import types
 import warnings
 from collections.abc import Iterable, Mapping
@@ -39,6 +40,7 @@ from ._logfile import LogFileError
 from ._logging import make_logger
 from ._loop import LoopHooks
 from ._sinks import JsonLinesSink, MemorySink, SinkSet
+from ._threads import ThreadPolicy
 
 __all__ = ["EventLogPathWarning", "Runtime", "configure"]
 
@@ -61,6 +63,9 @@ class Runtime:
         cwd: where config files and a relative ``events.jsonl`` path are looked up
             (default: the current directory).
         catalog: the installed plugins (default: the process-wide catalog, scanned once).
+        threads: whose work the runtime acts on: ``"starter"`` (default), the module calls,
+            backward passes and optimizer steps of the thread that calls :meth:`start` only;
+            ``"all"``, every thread's, each thread with its own calls in progress.
 
     Raises:
         ConfigError: a bad config value, a bad key in a plugin table, an unknown plugin name
@@ -77,6 +82,7 @@ class Runtime:
         environ: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         catalog: PluginCatalog | None = None,
+        threads: ThreadPolicy = "starter",
     ) -> None:
         self._config = load_config(source, overrides=overrides, environ=environ, cwd=cwd)
         self._pm = pluggy.PluginManager(PROJECT_NAME)
@@ -89,15 +95,15 @@ class Runtime:
             self._add(loaded.source.name, loaded.create(config), config)
         self._sinks, self._memory = _build_sinks(self._config, base)
         self._log: FilteringBoundLogger = make_logger(self._config.config.log_level, self._sinks)
-        self._bridge = HookBridge(self._pm, self._configs, on_error_log=self._log_plugin_error)
+        self._bridge = HookBridge(
+            self._pm, self._configs, on_error_log=self._log_plugin_error, threads=threads
+        )
+        buffered = self._config.config.events.durability == "buffered"
         self._loop = LoopHooks(
             self._pm,
             self._configs,
             self._bridge,
-            on_error_log=self._log_plugin_error,
-            on_step_end=None
-            if self._config.config.events.durability == "buffered"
-            else self._sinks.flush,
+            on_step_end=None if buffered else self._sinks.flush,
         )
         self._state = "built"  # -> "started" -> "closed"
         self._configured: set[str] = set()
@@ -221,8 +227,10 @@ class Runtime:
     def start(self) -> Runtime:
         """Configure every plugin (call order), attach the bridge, install the loop points.
 
-        Idempotent. If a plugin's ``hookgrad_configure`` raises, the runtime closes and the
-        error propagates. A closed runtime cannot start again (RuntimeError).
+        Idempotent. A plugin's ``hookgrad_configure`` failing follows its ``on_error``; under
+        "raise" the runtime closes and the PluginError propagates. A closed runtime cannot
+        start again (RuntimeError). The calling thread becomes the one whose work the runtime
+        acts on (unless ``threads="all"``).
         """
         if self._state == "started":
             return self
@@ -233,24 +241,30 @@ class Runtime:
             self._configure_plugins(self._plugins)
             self._bridge.attach()
             self._loop.attach()
-        except BaseException:
-            self.close()
+        except BaseException as error:
+            self._close(propagating=error)
             raise
         return self
 
     def close(self) -> None:
         """Remove every hook, unconfigure the plugins (reverse order), close the sinks.
 
-        Idempotent. Every step runs even if a plugin's ``hookgrad_unconfigure`` raises; the
-        first such error is re-raised at the end.
+        Idempotent. Every step runs whatever a plugin's ``hookgrad_unconfigure`` does; a
+        failure there follows the plugin's ``on_error``, and under "raise" the first
+        PluginError is raised at the end.
         """
+        self._close(propagating=None)
+
+    def _close(self, propagating: BaseException | None) -> None:
+        """:meth:`close`; while ``propagating`` is on its way out (a Ctrl-C, a crash), a
+        plugin failing to unconfigure is logged and never replaces it."""
         if self._state == "closed":
             return
         self._state = "closed"
         self._loop.detach()
         self._bridge.detach()
         try:
-            self._unconfigure_plugins(self._configured)
+            self._unconfigure_plugins(self._configured, raise_first=propagating is None)
         finally:
             self._sinks.flush()
             self._sinks.close()
@@ -261,22 +275,39 @@ class Runtime:
         for impl in call_order(self._pm, "hookgrad_configure"):
             if impl.plugin_name in wanted:
                 self._configured.add(impl.plugin_name)
-                _call(impl, runtime=self)
+                self._call_lifecycle(impl, "configure")
         self._configured |= wanted
 
-    def _unconfigure_plugins(self, names: Iterable[str]) -> None:
+    def _unconfigure_plugins(self, names: Iterable[str], *, raise_first: bool = True) -> None:
         wanted = set(names)
-        first: BaseException | None = None
+        first: Exception | None = None
         for impl in reversed(call_order(self._pm, "hookgrad_unconfigure")):
             if impl.plugin_name in wanted:
                 try:
-                    _call(impl, runtime=self)
-                except Exception as error:
-                    self._log.error("unconfigure_error", plugin=impl.plugin_name, error=repr(error))
+                    self._call_lifecycle(impl, "unconfigure")
+                except Exception as error:  # on_error="raise": a PluginError
+                    self._log.error(
+                        "unconfigure_error",
+                        plugin=impl.plugin_name,
+                        error=repr(error.__cause__ or error),
+                    )
                     first = first or error
         self._configured -= wanted
-        if first is not None:
+        if first is not None and raise_first:
             raise first
+
+    def _call_lifecycle(self, impl: pluggy.HookImpl, phase: str) -> None:
+        """``hookgrad_<phase>`` of one plugin; a failure follows its ``on_error``. A plugin
+        disabled by its ``on_error`` is not called again, not even to unconfigure."""
+        name = impl.plugin_name
+        failures = self._bridge.failures
+        if name in failures.disabled:
+            return
+        try:
+            _call(impl, runtime=self)
+        except Exception as error:
+            on_error = self._configs[name].on_error if name in self._configs else "raise"
+            failures.failed(name, on_error, error, hook=f"hookgrad_{phase}", phase=phase)
 
     def __enter__(self) -> Runtime:
         return self.start()
@@ -289,7 +320,7 @@ class Runtime:
     ) -> None:
         if exc is not None and not self.closed:
             self._log.error("exception", error=repr(exc), exc_info=(exc_type, exc, tb))
-        self.close()
+        self._close(propagating=exc)
 
     # ------------------------------------------------------------------ records
     def emit(self, record: PluginRecord | Mapping[str, Any], *, trusted: bool = False) -> None:
@@ -332,11 +363,12 @@ class Runtime:
 class _DefaultRuntime:
     """The default runtime of :func:`configure` and the process-wide plugin catalog."""
 
-    __slots__ = ("_catalog", "runtime")
+    __slots__ = ("_catalog", "lock", "runtime")
 
     def __init__(self) -> None:
         self.runtime: Runtime | None = None
         self._catalog: PluginCatalog | None = None
+        self.lock = threading.RLock()  # one configure() at a time: one default runtime
 
     def catalog(self) -> PluginCatalog:
         """The installed plugins; the entry points are scanned on first use only."""
@@ -345,28 +377,34 @@ class _DefaultRuntime:
         return self._catalog
 
     def forget(self, runtime: Runtime) -> None:
-        if self.runtime is runtime:
-            self.runtime = None
+        with self.lock:
+            if self.runtime is runtime:
+                self.runtime = None
 
 
 _DEFAULT = _DefaultRuntime()
 
 
-def configure(source: Source = None, **overrides: Any) -> Runtime:
+def configure(
+    source: Source = None, *, threads: ThreadPolicy = "starter", **overrides: Any
+) -> Runtime:
     """Set up the default runtime: build it, close the previous default one, start it.
 
     ``source`` as for :class:`Runtime`; keyword arguments are code overrides
     (``configure(plugins={"grad_clip": {"max_norm": 1.0}})``). The returned runtime also
     works as a context manager that undoes everything on exit. If building fails, the
-    previous default runtime stays as it was.
+    previous default runtime stays as it was. The runtime acts on the calling thread's work
+    (``threads="all"``: every thread's, see :class:`Runtime`). Calls from several threads
+    take turns, so exactly one default runtime is left started.
     """
-    runtime = Runtime(source, overrides=overrides or None)
-    previous = _DEFAULT.runtime
-    if previous is not None:
-        previous.close()
-    runtime.start()
-    _DEFAULT.runtime = runtime
-    return runtime
+    with _DEFAULT.lock:
+        runtime = Runtime(source, overrides=overrides or None, threads=threads)
+        previous = _DEFAULT.runtime
+        if previous is not None:
+            previous.close()
+        runtime.start()
+        _DEFAULT.runtime = runtime
+        return runtime
 
 
 # ---------------------------------------------------------------------- helpers

@@ -145,7 +145,7 @@ def test_events_carry_step_args_kwargs_and_tensors(pm, make_bridge):
 
 
 def test_forward_event_receives_keyword_arguments(pm, make_bridge):
-    """kwargs of the call reach hookgrad_forward; the pre event has none (torch's global pre-hook)."""
+    """The call's kwargs reach hookgrad_forward_pre and hookgrad_forward."""
     seen: list[tuple[str, dict[str, Any]]] = []
 
     class Scaled(nn.Module):
@@ -164,4 +164,4 @@ def test_forward_event_receives_keyword_arguments(pm, make_bridge):
     pm.register(Capture(), name="capture")
     make_bridge()
     assert Scaled()(hookgrad.tensor([2.0]), scale=3.0).tolist() == [6.0]
-    assert seen == [("forward_pre", {}), ("forward", {"scale": 3.0})]
+    assert seen == [("forward_pre", {"scale": 3.0}), ("forward", {"scale": 3.0})]

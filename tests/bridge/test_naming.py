@@ -7,10 +7,10 @@ import weakref
 from typing import Any
 
 from hookgrad import nn
-from hookgrad.runtime._naming import ModuleNamer
+from hookgrad.runtime._naming import CallStack, ModuleNamer
 
 
-def _call(namer: ModuleNamer, module: Any) -> tuple[str, int]:
+def _call(namer: CallStack, module: Any) -> tuple[str, int]:
     """A call of ``module`` that begins and ends (no children)."""
     named = namer.enter(module)
     assert namer.exit(module) == named
@@ -21,7 +21,7 @@ def test_names_come_from_the_outermost_call():
     """The outermost module is "" and submodules get their dotted path from it."""
     inner = nn.Sequential(nn.Linear(1, 1), nn.Tanh())
     model = nn.Sequential(nn.Linear(1, 1), inner)
-    namer = ModuleNamer()
+    namer = ModuleNamer().calls()
     assert namer.enter(model) == ("", 0)
     assert namer.enter(inner) == ("1", 0)
     assert _call(namer, inner[1]) == ("1.1", 0)
@@ -34,7 +34,7 @@ def test_names_come_from_the_outermost_call():
 def test_added_and_moved_modules_are_renamed():
     """A module added or moved after the names were cached gets its current name."""
     model = nn.Sequential(nn.Linear(1, 1))
-    namer = ModuleNamer()
+    namer = ModuleNamer().calls()
     extra = nn.Tanh()
     namer.enter(model)
     namer.exit(model)
@@ -53,7 +53,7 @@ def test_module_outside_the_structure_is_its_own_root():
     """Called inside a forward but not a submodule: named "" with its children relative to it."""
     model = nn.Linear(1, 1)
     helper = nn.Sequential(nn.Tanh())
-    namer = ModuleNamer()
+    namer = ModuleNamer().calls()
     namer.enter(model)
     assert namer.enter(helper) == ("", 0)
     assert _call(namer, helper[0]) == ("0", 0)
@@ -65,7 +65,7 @@ def test_module_outside_the_structure_is_its_own_root():
 def test_unmatched_exit_is_ignored():
     """An end whose start was not seen leaves the calls in progress alone."""
     model = nn.Sequential(nn.Tanh())
-    namer = ModuleNamer()
+    namer = ModuleNamer().calls()
     namer.enter(model)
     assert namer.exit(model[0]) is None
     assert namer.depth == 1
@@ -74,7 +74,7 @@ def test_unmatched_exit_is_ignored():
 def test_cache_does_not_keep_models_alive():
     """The per-root name cache holds roots weakly."""
     model = nn.Sequential(nn.Linear(1, 1), nn.Tanh())
-    namer = ModuleNamer()
+    namer = ModuleNamer().calls()
     _call(namer, model)
     ref = weakref.ref(model)
     del model

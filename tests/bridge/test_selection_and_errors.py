@@ -10,7 +10,7 @@ import pytest
 import hookgrad
 from hookgrad import nn
 from hookgrad.hookspecs import PluginConfig, hookimpl
-from hookgrad.runtime._bridge import PluginHookWarning
+from hookgrad.runtime import PluginError, PluginHookWarning
 
 from .conftest import Recorder, global_hook_counts
 
@@ -103,18 +103,31 @@ def _layer() -> nn.Linear:
     return layer
 
 
-def test_on_error_raise_propagates_the_plugin_exception(pm, make_bridge):
-    """on_error="raise" (the default): the plugin's own exception leaves the module call (E-1)."""
+def test_on_error_raise_names_the_plugin_and_chains_its_exception(pm, make_bridge):
+    """on_error="raise" (the default): a PluginError naming plugin, hook, module, phase and
+    step leaves the module call, raised from the plugin's own exception."""
     broken = Broken()
     pm.register(broken, name="broken")
     make_bridge()
-    with pytest.raises(Boom) as info:
+    with pytest.raises(PluginError) as info:
         _layer()(hookgrad.tensor([[1.0, 1.0]]))
-    assert info.value is broken.error
+    assert str(info.value) == (
+        "plugin 'broken' failed in hookgrad_forward (module '' (Linear), phase 'forward', "
+        "step 0): Boom('call 1')"
+    )
+    culprit = info.value
+    assert (culprit.plugin, culprit.hook, culprit.phase, culprit.module, culprit.step) == (
+        "broken",
+        "hookgrad_forward",
+        "forward",
+        "",
+        0,
+    )
+    assert culprit.__cause__ is broken.error
 
 
 def test_on_error_raise_propagates_out_of_backward(pm, make_bridge):
-    """A raising backward pre-plugin aborts backward with its exception; no grad accumulates."""
+    """A raising backward pre-plugin aborts backward with a PluginError; no grad accumulates."""
 
     class BrokenBackward:
         @hookimpl
@@ -125,8 +138,9 @@ def test_on_error_raise_propagates_out_of_backward(pm, make_bridge):
     make_bridge()
     layer = _layer()
     out = layer(hookgrad.tensor([[1.0, 1.0]], requires_grad=True))
-    with pytest.raises(Boom, match="backward"):
+    with pytest.raises(PluginError, match="'broken' failed in hookgrad_backward_pre") as info:
         out.sum().backward()
+    assert isinstance(info.value.__cause__, Boom)
     assert layer.weight.grad is None
 
 

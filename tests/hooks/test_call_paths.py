@@ -14,7 +14,7 @@ import pytest
 
 import hookgrad
 from hookgrad import nn
-from hookgrad.nn.modules import _module_hooks
+from hookgrad.nn.modules import _global_hooks, _module_hooks
 from hookgrad.nn.modules import module as registry
 
 
@@ -117,7 +117,7 @@ def test_a_call_keeps_the_global_hooks_it_started_with() -> None:
 
 
 def test_replacing_a_global_backward_hook_changes_later_calls_only() -> None:
-    """GlobalHookTable.replace (the plugin bridge's per-call swap): a graph built before
+    """GLOBAL_HOOKS.replace_backward (the plugin bridge's per-call swap): a graph built before
     the swap calls the hook it captured (B-19); a removed hook is not brought back."""
     calls: list[str] = []
     handle = registry.register_module_full_backward_hook(lambda m, gi, go: calls.append("old"))
@@ -126,13 +126,17 @@ def test_replacing_a_global_backward_hook_changes_later_calls_only() -> None:
         x = hookgrad.ones(1, 1, requires_grad=True)
         before = layer(x)
         table = registry.GLOBAL_HOOKS.backward
-        table.replace(handle.id, lambda m, gi, go: calls.append("new"))
+        registry.GLOBAL_HOOKS.replace_backward(
+            ((table, handle.id),), lambda m, gi, go: calls.append("new")
+        )
         after = layer(x)
         before.sum().backward()
         after.sum().backward()
     finally:
         handle.remove()
-    table.replace(handle.id, lambda m, gi, go: calls.append("revived"))
+    registry.GLOBAL_HOOKS.replace_backward(
+        ((table, handle.id),), lambda m, gi, go: calls.append("revived")
+    )
     assert handle.id not in table
     assert calls == ["old", "new"]
 
@@ -164,3 +168,29 @@ def test_global_backward_hooks_alone_skip_the_general_path(monkeypatch: pytest.M
             handle.remove()
     assert not registry.GLOBAL_HOOKS.backward_only
     assert fired == ["pre", "full", "pre", "full"]
+
+
+def test_hookgrad_global_pre_hook_with_kwargs_sees_and_replaces_them() -> None:
+    """register_module_forward_pre_hook_with_kwargs (the plugin bridge's pre-hook, hookgrad
+    only): hook(module, args, kwargs) may return (args, kwargs); removal clears its mark."""
+
+    class Scale(nn.Module):
+        def forward(self, x: Any, *, k: float = 1.0) -> Any:
+            return x * k
+
+    seen: list[dict[str, Any]] = []
+
+    def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        seen.append(dict(kwargs))
+        return args, {"k": kwargs["k"] * 10}
+
+    handle = _global_hooks.register_module_forward_pre_hook_with_kwargs(hook)
+    try:
+        assert registry.GLOBAL_HOOKS.complex
+        assert Scale()(hookgrad.tensor([2.0]), k=3.0).tolist() == [60.0]
+    finally:
+        handle.remove()
+    assert seen == [{"k": 3.0}]
+    assert not registry.GLOBAL_HOOKS.forward_pre_with_kwargs
+    assert not registry.GLOBAL_HOOKS.complex
+    assert Scale()(hookgrad.tensor([2.0]), k=3.0).tolist() == [6.0]

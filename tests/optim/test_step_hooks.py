@@ -482,3 +482,31 @@ def test_removed_gate_no_longer_vetoes(gates):
         opt.step()
     opt.step()
     assert w.tolist() == [0.5, 1.5]
+
+
+def test_a_hook_removing_hooks_during_a_step_changes_the_next_step_only(gates):
+    """Gates, global pre and post hooks run from snapshots (as module hooks do, H-5): a hook
+    that removes itself and a later one still finishes this step; the next runs neither."""
+    calls: list[str] = []
+    w, opt = _sgd(hookgrad)
+    registry = hookgrad.optim.optimizer
+    handles: dict[str, Any] = {}
+
+    def once(name: str, answer: Any = None) -> Callable[..., Any]:
+        def hook(*args: Any) -> Any:
+            calls.append(name)
+            handles.pop(name).remove()
+            if name.startswith("gate"):
+                handles.pop("gate2").remove()
+            return answer
+
+        return hook
+
+    handles["gate"] = gates(once("gate", True))
+    handles["gate2"] = gates(lambda o: calls.append("gate2") or True)
+    handles["pre"] = registry.register_optimizer_step_pre_hook(once("pre"))
+    handles["post"] = registry.register_optimizer_step_post_hook(once("post"))
+    opt.step()
+    opt.step()
+    assert calls == ["gate", "gate2", "pre", "post"]
+    assert w.tolist() == [0.0, 1.0]

@@ -134,9 +134,13 @@ def test_raise_names_the_backward_producer_and_its_propagators(
     )
     assert (error.nan, error.inf, error.numel, error.step) == (20, 0, 20, 0)
     assert error.propagators == ("1", "0", "")
-    assert str(error) == (
+    assert str(error.__cause__) == (
         "non-finite grad_input[0] in module '2' (producer, phase 'backward', step 0): "
         "nan=20, inf=0 of numel=20; propagated through '1', '0', ''"
+    )
+    assert str(error) == (  # the runtime names the plugin and hook (hookgrad.PluginError)
+        "plugin 'nan_guard' failed in hookgrad_optimizer_step_pre "
+        f"(phase 'optimizer_step_pre', step 0): {error.__cause__!r}"
     )
 
 

@@ -9,6 +9,7 @@ a module call reads ready-made tuples instead of copying the tables on every cal
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ __all__ = [
     "register_module_backward_hook",
     "register_module_forward_hook",
     "register_module_forward_pre_hook",
+    "register_module_forward_pre_hook_with_kwargs",
     "register_module_full_backward_hook",
     "register_module_full_backward_pre_hook",
 ]
@@ -33,6 +35,8 @@ _MIXED_GLOBAL = (
 Hook = Callable[..., Any]
 # A forward hook as a call runs it: (handle id, hook, with_kwargs, always_call).
 ForwardHookEntry = tuple[int, Hook, bool, bool]
+# A forward pre-hook as a call runs it: (handle id, hook, with_kwargs).
+ForwardPreHookEntry = tuple[int, Hook, bool]
 _NO_HOOKS: tuple[Hook, ...] = ()
 # (full backward hooks, regular backward hooks, backward pre-hooks)
 _BackwardLists = tuple[tuple[Hook, ...], tuple[Hook, ...], tuple[Hook, ...]]
@@ -51,16 +55,11 @@ class GlobalHookTable(SnapshotHookDict):
         super()._changed()
         self._owner._table_changed(self)
 
-    def replace(self, key: int, hook: Callable[..., Any]) -> None:
-        """Put ``hook`` in place of the one under ``key``, if that is still registered.
-
-        The plugin bridge does this on every module call, so it skips what cannot change (the
-        keys, hence every flag). A key whose hook was removed stays removed.
-        """
+    def _replace(self, key: int, hook: Callable[..., Any]) -> None:
+        """``hook`` in place of the one under ``key`` if still registered (see ``replace_backward``)."""
         if key in self:
             dict.__setitem__(self, key, hook)
             self.hooks = tuple(self.values())  # the snapshot; the owner's flags stay as they are
-            self._owner.backward_lists = None
 
 
 class _GlobalHooks:
@@ -77,9 +76,11 @@ class _GlobalHooks:
         "forward_always_called",
         "forward_plan",
         "forward_pre",
-        "forward_pre_items",
+        "forward_pre_plan",
+        "forward_pre_with_kwargs",
         "forward_with_kwargs",
         "is_full_backward_hook",
+        "lock",
     )
 
     def __init__(self) -> None:
@@ -87,15 +88,19 @@ class _GlobalHooks:
         # never reset, even after removal (SEMANTICS G-4).
         self.is_full_backward_hook: bool | None = None
         self.forward_pre = GlobalHookTable(self)
+        self.forward_pre_with_kwargs = GlobalHookTable(self)  # hookgrad only: see below
         self.forward = GlobalHookTable(self)
         self.forward_with_kwargs = GlobalHookTable(self)
         self.forward_always_called = GlobalHookTable(self)
         self.backward_pre = GlobalHookTable(self)
         self.backward = GlobalHookTable(self)
-        self.forward_pre_items: tuple[tuple[int, Hook], ...] = ()
+        self.forward_pre_plan: tuple[ForwardPreHookEntry, ...] = ()
         self.forward_plan: tuple[ForwardHookEntry, ...] = ()
         self.backward_lists: _BackwardLists | None = None
         self.active = self.complex = self.backward_only = False
+        # Held while a table changes and while backward_lists is built, so a thread building it
+        # never stores lists made from tables another thread changed meanwhile.
+        self.lock = threading.Lock()
 
     def _table_changed(self, table: GlobalHookTable) -> None:
         """Recompute the flags and what depends on ``table``; tables change rarely, calls
@@ -109,10 +114,15 @@ class _GlobalHooks:
         ``backward_lists`` is None until the next call rebuilds it: the plugin bridge swaps a
         backward-table entry on every module call, which must stay cheap.
         """
-        if table is self.forward_pre:
-            self.forward_pre_items = tuple(table.items())
+        if table is self.forward_pre or table is self.forward_pre_with_kwargs:
+            marks = self.forward_pre_with_kwargs
+            self.forward_pre_plan = tuple(
+                (hook_id, hook, hook_id in marks)
+                for hook_id, hook in tuple(self.forward_pre.items())
+            )
         elif table is self.backward or table is self.backward_pre:
-            self.backward_lists = None
+            with self.lock:
+                self.backward_lists = None
         else:  # the forward hooks or their with_kwargs / always_call marks
             self.forward_plan = forward_plan(
                 self.forward, self.forward_with_kwargs, self.forward_always_called
@@ -120,6 +130,7 @@ class _GlobalHooks:
         self.complex = bool(
             self.backward_pre
             or self.backward
+            or self.forward_pre_with_kwargs
             or self.forward_with_kwargs
             or self.forward_always_called
         )
@@ -132,21 +143,43 @@ class _GlobalHooks:
 
     def build_backward_lists(self) -> _BackwardLists:
         """``backward_lists`` after a change: (full, regular, pre-hooks), immutable tuples."""
+        with self.lock:
+            return self._build_backward_lists()
+
+    def _build_backward_lists(self) -> _BackwardLists:
         backward, pre = self.backward.hooks, self.backward_pre.hooks
         if self.is_full_backward_hook is False:
-            self.backward_lists = (_NO_HOOKS, backward, pre)
+            lists = self.backward_lists = (_NO_HOOKS, backward, pre)
         else:
-            self.backward_lists = (backward, _NO_HOOKS, pre)
-        return self.backward_lists
+            lists = self.backward_lists = (backward, _NO_HOOKS, pre)
+        return lists
+
+    def replace_backward(
+        self, entries: tuple[tuple[GlobalHookTable, int], ...], hook: Callable[..., Any]
+    ) -> None:
+        """Put ``hook`` in place of each backward-table entry ``(table, key)`` still registered.
+
+        The plugin bridge does this on every module call, so it skips what cannot change (the
+        keys, hence every flag) and builds the next call's lists at once, all under ``lock``:
+        a call in another thread captures the lists from before or from after, never a mix.
+        """
+        with self.lock:
+            for table, key in entries:
+                table._replace(key, hook)
+            self._build_backward_lists()
 
 
 def forward_plan(
     hooks: HookDict, with_kwargs: HookDict, always_called: HookDict
 ) -> tuple[ForwardHookEntry, ...]:
-    """The forward hooks of one table in order, each with how it is called."""
+    """The forward hooks of one table in order, each with how it is called.
+
+    ``tuple(items())`` copies the table in one step, so a registration in another thread
+    meanwhile cannot break the walk (it recomputes the plan itself).
+    """
     return tuple(
         (hook_id, hook, hook_id in with_kwargs, hook_id in always_called)
-        for hook_id, hook in hooks.items()
+        for hook_id, hook in tuple(hooks.items())
     )
 
 
@@ -154,9 +187,16 @@ GLOBAL_HOOKS = _GlobalHooks()
 
 
 def _register(
-    table: HookDict, hook: Callable[..., Any], extra: tuple[HookDict, ...] = ()
+    table: HookDict,
+    hook: Callable[..., Any],
+    extra: tuple[HookDict, ...] = (),
+    marks: tuple[HookDict, ...] = (),
 ) -> RemovableHandle:
+    """Add ``hook`` to ``table``, first marking it in ``marks`` (with_kwargs, always_call):
+    a module call in another thread never sees the hook without its marks."""
     handle = RemovableHandle(table, extra_dict=extra)
+    for mark in marks:
+        mark[handle.id] = True
     table[handle.id] = hook
     return handle
 
@@ -166,18 +206,26 @@ def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandl
     return _register(GLOBAL_HOOKS.forward_pre, hook)
 
 
+def register_module_forward_pre_hook_with_kwargs(hook: Callable[..., Any]) -> RemovableHandle:
+    """hookgrad only: a global forward pre-hook called as ``hook(module, args, kwargs)``.
+
+    Torch's global pre-hooks never see keyword arguments; the plugin bridge needs them for
+    ``ForwardPreEvent.kwargs``. A non-None return must be ``(new_args, new_kwargs)``, as for
+    a module's own pre-hook registered ``with_kwargs=True``.
+    """
+    g = GLOBAL_HOOKS
+    marks = (g.forward_pre_with_kwargs,)
+    return _register(g.forward_pre, hook, marks, marks)
+
+
 def register_module_forward_hook(
     hook: Callable[..., Any], *, with_kwargs: bool = False, always_call: bool = False
 ) -> RemovableHandle:
     """Run ``hook(module, args, output)`` after every module's forward, ahead of its own hooks."""
     g = GLOBAL_HOOKS
     extra = (g.forward_with_kwargs, g.forward_always_called)
-    handle = _register(g.forward, hook, extra)
-    if with_kwargs:
-        g.forward_with_kwargs[handle.id] = True
-    if always_call:
-        g.forward_always_called[handle.id] = True
-    return handle
+    marks = tuple(mark for mark, on in zip(extra, (with_kwargs, always_call)) if on)
+    return _register(g.forward, hook, extra, marks)
 
 
 def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:

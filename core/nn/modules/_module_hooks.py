@@ -18,7 +18,7 @@ from typing import Any
 from ..._tensor import Tensor
 from ...utils.hooks import HookDict, RemovableHandle, new_args_and_kwargs
 from ._backward_hooks import BackwardHook
-from ._global_hooks import GLOBAL_HOOKS, ForwardHookEntry, forward_plan
+from ._global_hooks import GLOBAL_HOOKS, ForwardHookEntry, ForwardPreHookEntry, forward_plan
 
 __all__ = ["ModuleHooksMixin", "call_with_hooks"]
 
@@ -201,6 +201,14 @@ def _backward_hook_lists(module: Any) -> tuple[Sequence[Hook], Sequence[Hook], S
     return full, regular, pre
 
 
+def _local_forward_pre_plan(module: Any) -> tuple[ForwardPreHookEntry, ...]:
+    """The module's own forward pre-hooks with their with_kwargs flags, built per call."""
+    marks = module._forward_pre_hooks_with_kwargs
+    return tuple(
+        (hook_id, hook, hook_id in marks) for hook_id, hook in module._forward_pre_hooks.items()
+    )
+
+
 def _local_forward_plan(module: Any) -> tuple[ForwardHookEntry, ...]:
     """The module's own forward hooks, built per call (the global ones are prepared)."""
     return forward_plan(
@@ -220,12 +228,15 @@ def _full_call(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     try:
         local = module._forward_pre_hooks
         if g.forward_pre or local:
-            with_kwargs = module._forward_pre_hooks_with_kwargs
-            # Snapshots of both tables (H-5); only local pre-hooks may take kwargs.
-            for hook_id, hook in (
-                (*g.forward_pre_items, *local.items()) if local else g.forward_pre_items
-            ):
-                if hook_id in with_kwargs:
+            # Snapshots of both tables with each hook's with_kwargs flag (H-5); global
+            # pre-hooks take kwargs only through hookgrad's own registration (plugin bridge).
+            pre_plan = (
+                (*g.forward_pre_plan, *_local_forward_pre_plan(module))
+                if local
+                else g.forward_pre_plan
+            )
+            for _, hook, takes_kwargs in pre_plan:
+                if takes_kwargs:
                     changed = hook(module, args, kwargs)
                     if changed is not None:
                         args, kwargs = new_args_and_kwargs(changed, "forward pre-hook")
