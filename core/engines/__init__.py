@@ -10,13 +10,26 @@ from __future__ import annotations
 import sys
 from typing import Final
 
-from ._protocol import BackwardBegin, BackwardEnd, Engine, Removable, StepGate, StepPost
+from ._protocol import (
+    BackwardBegin,
+    BackwardEnd,
+    Engine,
+    HandleGroup,
+    ModuleCall,
+    ModuleHooks,
+    Removable,
+    StepGate,
+    StepPost,
+)
 
 __all__ = [
     "ENGINE_NAMES",
     "BackwardBegin",
     "BackwardEnd",
     "Engine",
+    "HandleGroup",
+    "ModuleCall",
+    "ModuleHooks",
     "Removable",
     "StepGate",
     "StepPost",

@@ -11,7 +11,7 @@ the few numeric kernels the plugins share.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "BackwardEnd",
     "Engine",
     "Grads",
+    "HandleGroup",
     "ModuleCall",
     "ModuleHooks",
     "Removable",
@@ -81,6 +82,19 @@ class Removable(Protocol):
     """A registration that can be undone (a hook handle)."""
 
     def remove(self) -> None: ...
+
+
+class HandleGroup:
+    """Several registrations undone together (one per engine, or per hook of one feature)."""
+
+    __slots__ = ("_handles",)
+
+    def __init__(self, handles: Iterable[Removable]) -> None:
+        self._handles = tuple(handles)
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
 
 
 @runtime_checkable

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeAlias
 
 import pluggy
 
-from ..autograd._observers import register_backward_observer
+from ..engines import Engine, HandleGroup, engine_named
 from ..hookspecs import (
     BackwardBeginEvent,
     BackwardEndEvent,
@@ -44,7 +44,6 @@ from ..hookspecs import (
     RunEvent,
     call_order,
 )
-from ..optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
 from ._bridge import MODULE_HOOKS, HookBridge, _Listener
 from ._naming import RootSpotter
 from ._replacements import checked_seed
@@ -83,11 +82,14 @@ class LoopHooks:
         bridge: HookBridge,
         *,
         on_step_end: Callable[[], None] | None = None,
+        engines: Sequence[Engine] | None = None,
     ) -> None:
         self.pm = pm
         self.configs = configs
         self.bridge = bridge
         self.on_step_end = on_step_end
+        # hookgrad's engine only, until the bridge and the plugins are engine-neutral too.
+        self.engines = tuple(engines) if engines is not None else (engine_named("hookgrad"),)
         bridge.failures.on_disable.append(self.refresh)
         self._counting = threading.Lock()
         self._attached = False
@@ -149,13 +151,12 @@ class LoopHooks:
         if kind == "spotter":
             return RootSpotter(self._spot, self.bridge.acts_here)
         if kind == "gate":
-            return register_optimizer_step_gate(self._gate)
+            return HandleGroup(e.gate_optimizer_steps(self._gate) for e in self.engines)
         if kind == "post":
-            return register_optimizer_step_post_hook(self._post_hook)
+            return HandleGroup(e.on_optimizer_step_post(self._post_hook) for e in self.engines)
         has_begin, has_end = shape
-        return register_backward_observer(
-            self._begin if has_begin else None, self._end if has_end else None
-        )
+        begin, end = (self._begin if has_begin else None), (self._end if has_end else None)
+        return HandleGroup(e.observe_backward(begin, end) for e in self.engines)
 
     def _listeners_of(self, hook: str) -> tuple[_Listener, ...]:
         listeners = []
@@ -221,7 +222,7 @@ class LoopHooks:
                 return False
         return True
 
-    def _post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+    def _post_hook(self, optimizer: Any) -> None:
         if not self.bridge.acts_here():
             return
         self._after_step(optimizer, vetoed_by=None)

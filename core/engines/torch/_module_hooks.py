@@ -43,7 +43,7 @@ from torch.nn.modules.module import (
 )
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from .._protocol import Grads, ModuleCall, ModuleHooks, Removable
+from .._protocol import Grads, HandleGroup, ModuleCall, ModuleHooks, Removable
 from . import _private
 
 __all__ = ["install_module_hooks"]
@@ -272,17 +272,4 @@ def install_module_hooks(hooks: ModuleHooks, *, backward: bool) -> Removable:
 
     pre_handle = register_module_forward_pre_hook(forward_pre)
     post_handle = register_module_forward_hook(forward, with_kwargs=True, always_call=True)
-    return _Handles(pre_handle, post_handle)
-
-
-class _Handles:
-    """Both forward hooks of one installation, removed together."""
-
-    __slots__ = ("_handles",)
-
-    def __init__(self, *handles: Removable) -> None:
-        self._handles = handles
-
-    def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
+    return HandleGroup((pre_handle, post_handle))
