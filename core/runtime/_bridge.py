@@ -267,9 +267,9 @@ class HookBridge:
             return register_module_forward_hook(
                 self._forward_hook, with_kwargs=True, always_call=True
             )
-        if name == BACKWARD_PRE:
-            return register_module_full_backward_pre_hook(self._record)
-        return register_module_full_backward_hook(self._record)
+        if name == BACKWARD_PRE:  # internal: no B-9 warning for hooks the user never added
+            return register_module_full_backward_pre_hook(self._record, _internal=True)
+        return register_module_full_backward_hook(self._record, _internal=True)
 
     # ------------------------------------------------------------------ global hooks
     def _forward_pre_hook(self, module: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from typing import Any, Literal
@@ -619,3 +620,13 @@ def test_activated_from_config_by_entry_point_name() -> None:
     assert rt.memory is not None
     kinds = [r["kind"] for r in rt.memory.records if r.get("plugin") == "grad_scale"]
     assert kinds == ["scale", "growth", "scale", "growth"]
+
+
+def test_constant_mode_raises_no_engine_warning() -> None:
+    """Constant mode's backward pre-hook is the runtime's own: a model whose input needs no
+    grad runs without torch's B-9 warning, even under simplefilter("error")."""
+    model = _model(hookgrad.nn)
+    with capture_events(("grad_scale", _constant(0.5))), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model(hookgrad.tensor(_inputs())).sum().backward()
+    assert model[0].weight.grad is not None

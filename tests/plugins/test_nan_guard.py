@@ -476,6 +476,44 @@ def test_only_switched_on_checks_are_implemented(
         assert capture.runtime.pm.hook.hookgrad_optimizer_step_pre.get_hookimpls()
 
 
+# ---------------------------------------------------------------------- engine warnings
+def test_the_guards_hooks_raise_no_engine_warning() -> None:
+    """A run over a model whose input needs no grad warns nothing, even under
+    simplefilter("error"): torch's B-9 warning concerns the user's hooks, not the runtime's."""
+    model = make_model(nn.Linear)
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+    with capture_events(guard()) as capture, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            train_step(model, optimizer, hookgrad.randn(5, 3))
+        assert capture.runtime.step == 2
+
+
+def test_a_users_global_full_backward_hook_still_warns_as_in_torch() -> None:
+    """Beside the guard, a user's global full backward hook gets torch's B-9 warnings: the
+    same texts, category, count and the caller's line as a torch run, and filters apply."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib: Any, model: Any) -> list[tuple[type[Warning], str, str]]:
+        registry = lib.nn.modules.module
+        with registry.register_module_full_backward_hook(lambda m, gi, go: None):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model(lib.randn(5, 3)).sum().backward()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                with pytest.raises(UserWarning, match=r"^Full backward hook is firing"):
+                    model(lib.randn(5, 3)).sum().backward()
+        return [(w.category, str(w.message), w.filename) for w in caught]
+
+    expected = run(torch, _torch_copy(torch, make_model(nn.Linear)))
+    with capture_events(guard()):
+        got = run(hookgrad, make_model(nn.Linear))
+    assert got == expected
+    assert len(got) == 2  # the first Linear and the Sequential: their inputs need no grad
+    assert got[0][1].startswith("Full backward hook is firing") and got[0][2] == __file__
+
+
 # ---------------------------------------------------------------------- selection, state
 def test_excluded_module_is_never_named(
     model: nn.Sequential, optimizer: hookgrad.optim.SGD

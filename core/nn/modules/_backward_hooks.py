@@ -121,14 +121,22 @@ class BackwardHook:
         "output_index",
         "user_hooks",
         "user_pre_hooks",
+        "warns",
     )
 
     def __init__(
-        self, module: Any, user_hooks: Sequence[Hook], user_pre_hooks: Sequence[Hook]
+        self,
+        module: Any,
+        user_hooks: Sequence[Hook],
+        user_pre_hooks: Sequence[Hook],
+        warns: bool = True,
     ) -> None:
         self.module = module
         self.user_hooks = user_hooks
         self.user_pre_hooks = user_pre_hooks
+        # False when every hook is hookgrad's own (the plugin runtime's): B-9's warning is
+        # torch's word to the user about the user's hooks.
+        self.warns = warns
         self.grad_outputs: tuple[Any, ...] | None = None
         self.input_index: list[int] | None = None
         self.output_index: list[int] | None = None
@@ -227,7 +235,8 @@ class BackwardHook:
         )
 
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
-        warn_unless_ignored(_NO_INPUT_GRAD_WARNING, UserWarning)  # at the backward() call
+        if self.warns:
+            warn_unless_ignored(_NO_INPUT_GRAD_WARNING, UserWarning)  # at the backward() call
         grad_inputs = (None,) * self.n_inputs
         for hook in self.user_hooks:
             result = hook(self.module, grad_inputs, grad_outputs)

@@ -34,8 +34,9 @@ Hook = Callable[..., Any]
 # A forward hook as a call runs it: (handle id, hook, with_kwargs, always_call).
 ForwardHookEntry = tuple[int, Hook, bool, bool]
 _NO_HOOKS: tuple[Hook, ...] = ()
-# (full backward hooks, regular backward hooks, backward pre-hooks)
-_BackwardLists = tuple[tuple[Hook, ...], tuple[Hook, ...], tuple[Hook, ...]]
+# (full backward hooks, regular backward hooks, backward pre-hooks, whether the user registered
+# any of the full or pre-hooks: only then does a call whose inputs need no grad warn, B-9)
+_BackwardLists = tuple[tuple[Hook, ...], tuple[Hook, ...], tuple[Hook, ...], bool]
 
 
 class GlobalHookTable(SnapshotHookDict):
@@ -79,7 +80,9 @@ class _GlobalHooks:
         "forward_pre",
         "forward_pre_items",
         "forward_with_kwargs",
+        "internal",
         "is_full_backward_hook",
+        "user_backward",
     )
 
     def __init__(self) -> None:
@@ -92,6 +95,10 @@ class _GlobalHooks:
         self.forward_always_called = GlobalHookTable(self)
         self.backward_pre = GlobalHookTable(self)
         self.backward = GlobalHookTable(self)
+        # Ids of the backward hooks hookgrad registered for itself (``_internal=True``): the
+        # B-9 warning is about the user's hooks, so those alone never raise it.
+        self.internal = HookDict()
+        self.user_backward = False
         self.forward_pre_items: tuple[tuple[int, Hook], ...] = ()
         self.forward_plan: tuple[ForwardHookEntry, ...] = ()
         self.backward_lists: _BackwardLists | None = None
@@ -113,6 +120,10 @@ class _GlobalHooks:
             self.forward_pre_items = tuple(table.items())
         elif table is self.backward or table is self.backward_pre:
             self.backward_lists = None
+            internal = self.internal
+            self.user_backward = any(
+                key not in internal for key in (*self.backward, *self.backward_pre)
+            )
         else:  # the forward hooks or their with_kwargs / always_call marks
             self.forward_plan = forward_plan(
                 self.forward, self.forward_with_kwargs, self.forward_always_called
@@ -131,12 +142,13 @@ class _GlobalHooks:
         )
 
     def build_backward_lists(self) -> _BackwardLists:
-        """``backward_lists`` after a change: (full, regular, pre-hooks), immutable tuples."""
+        """``backward_lists`` after a change: (full, regular, pre-hooks) as immutable tuples,
+        and whether the user registered any of them."""
         backward, pre = self.backward.hooks, self.backward_pre.hooks
         if self.is_full_backward_hook is False:
-            self.backward_lists = (_NO_HOOKS, backward, pre)
+            self.backward_lists = (_NO_HOOKS, backward, pre, self.user_backward)
         else:
-            self.backward_lists = (backward, _NO_HOOKS, pre)
+            self.backward_lists = (backward, _NO_HOOKS, pre, self.user_backward)
         return self.backward_lists
 
 
@@ -154,9 +166,17 @@ GLOBAL_HOOKS = _GlobalHooks()
 
 
 def _register(
-    table: HookDict, hook: Callable[..., Any], extra: tuple[HookDict, ...] = ()
+    table: HookDict,
+    hook: Callable[..., Any],
+    extra: tuple[HookDict, ...] = (),
+    *,
+    internal: bool = False,
 ) -> RemovableHandle:
+    if internal:
+        extra = (*extra, GLOBAL_HOOKS.internal)
     handle = RemovableHandle(table, extra_dict=extra)
+    if internal:  # marked before the table reports the change
+        GLOBAL_HOOKS.internal[handle.id] = True
     table[handle.id] = hook
     return handle
 
@@ -180,18 +200,29 @@ def register_module_forward_hook(
     return handle
 
 
-def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
-    """Run ``hook(module, grad_output)`` for every module call before its backward."""
-    return _register(GLOBAL_HOOKS.backward_pre, hook)
+def register_module_full_backward_pre_hook(
+    hook: Callable[..., Any], *, _internal: bool = False
+) -> RemovableHandle:
+    """Run ``hook(module, grad_output)`` for every module call before its backward.
+
+    ``_internal`` (hookgrad only, for its plugin runtime): the hook is hookgrad's own, so a call
+    whose inputs need no grad does not warn for it (B-9's warning concerns user hooks).
+    """
+    return _register(GLOBAL_HOOKS.backward_pre, hook, internal=_internal)
 
 
-def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
-    """Run ``hook(module, grad_input, grad_output)`` for every module call (full semantics)."""
+def register_module_full_backward_hook(
+    hook: Callable[..., Any], *, _internal: bool = False
+) -> RemovableHandle:
+    """Run ``hook(module, grad_input, grad_output)`` for every module call (full semantics).
+
+    ``_internal`` as for :func:`register_module_full_backward_pre_hook`.
+    """
     g = GLOBAL_HOOKS
     if g.is_full_backward_hook is False:
         raise RuntimeError(_MIXED_GLOBAL)
     g.is_full_backward_hook = True
-    return _register(g.backward, hook)
+    return _register(g.backward, hook, internal=_internal)
 
 
 def register_module_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
