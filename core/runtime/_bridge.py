@@ -293,7 +293,7 @@ class HookBridge:
             }
         )
         final = self._chain(listeners, event, "args", _as_args)
-        return None if final is event else final.args
+        return None if final is event else final.__dict__["args"]  # as returned
 
     def _bind_record(self, name: str, module_type: str, index: int, selection: _Selection) -> None:
         """Fill the record this call captured; put a fresh one in the tables for the next."""
@@ -328,7 +328,7 @@ class HookBridge:
             }
         )
         final = self._chain(listeners, event, "output", None)
-        return None if final is event else final.output
+        return None if final is event else final.__dict__["output"]  # as returned
 
     def _dispatch_backward_pre(
         self, record: _CallRecord, name: str, grad_output: tuple[Any, ...]
@@ -347,7 +347,7 @@ class HookBridge:
             }
         )
         final = self._chain(listeners, event, "grad_output", tuple)
-        return None if final is event else final.grad_output
+        return None if final is event else final.__dict__["grad_output"]  # as returned
 
     def _dispatch_full_backward(
         self,
@@ -371,7 +371,7 @@ class HookBridge:
             }
         )
         final = self._chain(listeners, event, "grad_input", tuple)
-        return None if final is event else final.grad_input
+        return None if final is event else final.__dict__["grad_input"]  # as returned
 
     # ------------------------------------------------------------------ dispatch
     def _select(self, name: str, module_type: str) -> _Selection:

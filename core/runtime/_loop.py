@@ -175,7 +175,7 @@ class LoopHooks:
             result = self._call(listener, event)
             if result is not None:
                 event = event.model_copy(update={"gradient": result})
-        return None if event is first else event.gradient
+        return None if event is first else event.__dict__["gradient"]  # as returned
 
     def _end(self, root: Any) -> None:
         event = BackwardEndEvent.trusted(
