@@ -21,6 +21,7 @@ import numpy as np
 from ..._grad_mode import _state as grad_state
 from ..._ops._base import edge
 from ..._tensor import Tensor, _wrap
+from ...autograd._hook_calls import check_same_type
 from ...autograd.graph import Node, next_sequence_nr
 from ...utils._warnings import warn_unless_ignored
 
@@ -76,12 +77,13 @@ def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]], what: str) -
         raise TypeError(f"{what} must be a Tensor or None, got {type(value).__name__}")
     shape, dtype = like
     data = value._data
+    check_same_type("hook", data, dtype)  # torch's name for the module hooks' tensor hook
     if data.shape != shape:
         raise RuntimeError(
             f"Function BackwardHookFunctionBackward returned an invalid gradient - got "
             f"{list(data.shape)} but expected shape compatible with {list(shape)}"
         )
-    return data if data.dtype == dtype else data.astype(dtype)
+    return data
 
 
 def _packed(index: list[int], size: int, grads: Sequence[np.ndarray | None]) -> tuple[Any, ...]:
