@@ -46,7 +46,7 @@ def read_only_array(data: np.ndarray) -> np.ndarray:
     if data_ref() is data:
         view = view_ref()
         if view is not None:
-            return view  # type: ignore[no-any-return]
+            return view
     view = data.view()
     view.setflags(write=False)
     _last = (weakref.ref(data), weakref.ref(view))

@@ -117,7 +117,7 @@ def public_op(fn: _F) -> _F:
         "        raise\n"
     )
     exec(source, namespace)  # the source is made of fn's own parameter names
-    return functools.update_wrapper(namespace[fn.__name__], fn)  # type: ignore[no-any-return]
+    return functools.update_wrapper(namespace[fn.__name__], fn)  # type: ignore[return-value]
 
 
 def _first_argument_check(op: str, first: str) -> Callable[[Any], None]:
