@@ -46,6 +46,7 @@ from hookgrad.hookspecs import (
     ForwardEvent,
     FullBackwardEvent,
     OptimizerStepPreEvent,
+    PluginAbort,
     PluginConfig,
     Stage,
     call_order,
@@ -111,8 +112,11 @@ class Finding:
         return text
 
 
-class NonFiniteGradientError(RuntimeError):
+class NonFiniteGradientError(RuntimeError, PluginAbort):
     """nan_guard found NaN or Inf and its action is "raise"; the headline finding's fields.
+
+    A :class:`~hookgrad.hookspecs.PluginAbort`: it propagates whatever the plugin's
+    ``on_error``.
 
     ``role`` is "producer" unless the checks saw only propagators (a NaN already in the input
     batch, say): then the first of them is named. ``propagators`` lists the modules that passed

@@ -42,6 +42,7 @@ from ..hookspecs import (
     ForwardPreEvent,
     FullBackwardEvent,
     ModuleEvent,
+    PluginAbort,
     PluginConfig,
     call_order,
 )
@@ -400,7 +401,7 @@ class HookBridge:
             try:
                 result = listener.call(event)
             except Exception as error:
-                if listener.config.on_error == "raise":
+                if listener.config.on_error == "raise" or isinstance(error, PluginAbort):
                     raise
                 self._report(listener, event, error)
                 continue

@@ -40,6 +40,7 @@ from ..hookspecs import (
     BackwardEndEvent,
     OptimizerStepPostEvent,
     OptimizerStepPreEvent,
+    PluginAbort,
     PluginConfig,
     RunEvent,
     call_order,
@@ -332,7 +333,7 @@ class LoopHooks:
         try:
             return listener.call(event)
         except Exception as error:
-            if listener.config.on_error == "raise":
+            if listener.config.on_error == "raise" or isinstance(error, PluginAbort):
                 raise
             self._report(listener, event, error)
             return None

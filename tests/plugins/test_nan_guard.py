@@ -146,15 +146,26 @@ def test_raise_names_the_backward_producer_and_its_propagators(model: nn.Sequent
     assert np.isnan(model[2].weight.grad.numpy()).all()  # raised after the accumulation
 
 
-def test_raise_obeys_on_error_warn(model: nn.Sequential) -> None:
-    """on_error="warn" covers the guard's own error: backward warns PluginHookWarning naming
-    the error and hookgrad_backward_end, and goes on."""
+@pytest.mark.parametrize("on_error", ["warn", "disable"])
+@pytest.mark.parametrize("where", ["backward", "step", "forward"])
+def test_raise_propagates_whatever_on_error(on_error: str, where: str) -> None:
+    """The guard's own error is its verdict, not a failure: it propagates from backward, the
+    step or forward even with on_error "warn" or "disable" (which handle a plugin's bugs)."""
+    settings: dict[str, Any] = {"on_error": on_error}
+    if where == "step":
+        settings |= {"check_backward": False}
+    model = make_model(PoisonedLinear if where == "forward" else BuggyLinear)
+    if where == "forward":
+        settings |= {"check_forward": True}
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
     with (
-        capture_events(guard(on_error="warn")),
-        pytest.warns(PluginHookWarning, match=r"NonFiniteGradientError.*hookgrad_backward_end"),
+        capture_events(guard(**settings)) as capture,
+        warnings.catch_warnings(),
+        pytest.raises(NonFiniteGradientError),
     ):
-        model(make_input()).sum().backward()
-    assert np.isnan(model[2].weight.grad.numpy()).all()
+        warnings.simplefilter("error", PluginHookWarning)
+        capture.runtime.watch(model)
+        train_step(model, optimizer, make_input())
 
 
 def test_findings_are_recorded_when_detected(model: nn.Sequential) -> None:
