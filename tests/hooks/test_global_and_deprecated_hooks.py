@@ -241,3 +241,20 @@ def test_internal_global_backward_hooks_fire_without_the_b9_warning(kind: str) -
         with user_hook, pytest.warns(UserWarning, match=r"^Full backward hook is firing when"):
             layer(hookgrad.tensor([[3.0]])).sum().backward()
     assert calls == ["Linear", "Linear"]
+
+
+def test_a_users_global_regular_hook_does_not_bring_the_b9_warning_back() -> None:
+    """A user's deprecated global regular hook builds no full-hook machinery (B-22), so beside
+    an internal global pre-hook a module whose inputs need no grad still does not warn."""
+    body = """
+    import warnings
+    reg = lib.nn.modules.module
+    warnings.simplefilter("ignore", FutureWarning)  # B-22's own warning at forward time
+    reg.register_module_backward_hook(lambda *a: None)
+    calls = []
+    reg.register_module_full_backward_pre_hook(lambda m, go: calls.append(1), _internal=True)
+    warnings.simplefilter("error", UserWarning)
+    lib.nn.Linear(1, 1)(lib.tensor([[3.0]])).sum().backward()
+    print(len(calls))
+    """
+    assert _run_isolated("hookgrad", body) == "1"

@@ -121,9 +121,11 @@ class _GlobalHooks:
         elif table is self.backward or table is self.backward_pre:
             self.backward_lists = None
             internal = self.internal
-            self.user_backward = any(
-                key not in internal for key in (*self.backward, *self.backward_pre)
-            )
+            user_pre = any(key not in internal for key in self.backward_pre)
+            user_full = self.is_full_backward_hook is not False and any(
+                key not in internal for key in self.backward
+            )  # regular (deprecated) hooks sit in the same table but build no BackwardHook
+            self.user_backward = user_pre or user_full
         else:  # the forward hooks or their with_kwargs / always_call marks
             self.forward_plan = forward_plan(
                 self.forward, self.forward_with_kwargs, self.forward_always_called
