@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._ops._base import public_op
 from ._ops.arith import add, div, matmul, maximum, minimum, mul, neg, pow, sub, where
 from ._ops.compare import all, any, eq, ge, gt, isfinite, isinf, isnan, le, lt, ne
 from ._ops.index import gather, masked_fill
@@ -105,6 +106,11 @@ __all__ = [
     "where",
 ]
 
+# Every op above as its public function form: a first argument that is not a Tensor is
+# torch's TypeError (see public_op), checked only after the call failed.
+globals().update(
+    {name: public_op(value) for name, value in tuple(globals().items()) if name in __all__}
+)
 clip = clamp
 mm = matmul
 

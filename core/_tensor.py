@@ -235,6 +235,11 @@ class Tensor:
         out._base = self if self._base is None else self._base
         return out
 
+    def _read_only_alias(self) -> Tensor:
+        """This tensor over a read-only view, same autograd identity (``hookgrad._read_only``):
+        what event payloads hand to plugins."""
+        return _read_only.read_only_alias(self)
+
     def detach_(self) -> Tensor:
         self.grad_fn = None
         self._requires_grad = False
@@ -782,6 +787,7 @@ def _as_tensor_like(value: Any, like: Tensor) -> Tensor:
 
 
 # The op modules import Tensor from here, so they are bound after the class exists.
+from . import _read_only  # noqa: E402
 from ._ops import arith as _arith  # noqa: E402
 from ._ops import compare as _compare  # noqa: E402
 from ._ops import index as _index  # noqa: E402

@@ -559,8 +559,7 @@ def demo(
         _train(task, steps, log_every, runtime, inject_nan, out and out / LOSS_FILE)
     except NonFiniteGradientError as error:  # its action "raise": the run stops, as asked
         _after_run(runtime, out)
-        finding = error.__cause__ or error  # the runtime's PluginError wraps the guard's own
-        raise click.ClickException(f"nan_guard stopped training: {finding}") from None
+        raise click.ClickException(f"nan_guard stopped training: {error}") from None
     _after_run(runtime, out)
 
 

@@ -24,7 +24,7 @@ in :mod:`hookgrad.hookspecs.events`. Importing this package has no side effects 
 from __future__ import annotations
 
 from . import events, specs
-from ._config import OnError, PluginConfig
+from ._config import OnError, PluginAbort, PluginConfig
 from ._errors import PluginError
 from ._markers import PROJECT_NAME, hookimpl, hookspec
 from ._order import Stage, call_order, stage
@@ -60,6 +60,7 @@ __all__ = [
     "OnError",
     "OptimizerStepPostEvent",
     "OptimizerStepPreEvent",
+    "PluginAbort",
     "PluginConfig",
     "PluginError",
     "PluginRecord",

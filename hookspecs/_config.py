@@ -9,10 +9,19 @@ from typing import Any, Literal, TypeAlias, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
-__all__ = ["OnError", "PluginConfig"]
+__all__ = ["OnError", "PluginAbort", "PluginConfig"]
 
 OnError: TypeAlias = Literal["raise", "warn", "disable"]
-"""What the runtime does when a plugin raises inside a hook."""
+"""What the runtime does when a plugin raises inside a hook (not a :class:`PluginAbort`)."""
+
+
+class PluginAbort(Exception):
+    """Mix-in base of an error a plugin raises on purpose to stop the caller: its configured
+    verdict, not a failure (nan_guard's ``NonFiniteGradientError`` under ``action =
+    "raise"``). It propagates from the hook whatever the plugin's ``on_error``, which is for
+    the plugin's failures. Combine it with the class a user would catch:
+    ``class MyError(RuntimeError, PluginAbort)``."""
+
 
 _DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 _CLASS_PATH = re.compile(rf"{_DOTTED}:{_DOTTED}")
@@ -89,7 +98,8 @@ class PluginConfig(BaseModel):
     """Class names ("Linear"); a module is selected only if its class is listed. Empty: all."""
 
     on_error: OnError = "raise"
-    """On an exception in a hook: "raise" it, "warn" (log, go on), "disable" (log, stop calling)."""
+    """On an exception in a hook: "raise" it, "warn" (log, go on), "disable" (log, stop calling).
+    A PluginAbort always propagates."""
 
     class_path: str | None = None
     """Activates a plugin that has no entry point: "package.module:Class"."""

@@ -1,8 +1,14 @@
 """Event payloads: one frozen pydantic model per hook, passed to plugins as ``event``.
 
-Tensors in a payload are the engine's own objects, shared, never copied: read them, do not
-modify them in place; a plugin changes a value by returning a replacement from the hook (see
-:mod:`hookgrad.hookspecs.specs`). Models are strict (no coercion: a tuple field takes a tuple),
+Tensors read from a payload (``event.args``, ``event.grad_output``, ...) are read-only aliases
+of the engine's tensors, made at each read: the same memory (never copied) and the same place
+in the autograd graph, so reading and computing from them is as from the originals, but writing
+into one raises numpy's ``ValueError`` (``... read-only``) instead of silently changing the
+caller's input or backward's gradient. The parameters of the optimizer events are the
+parameters themselves. A plugin
+changes a value by returning a replacement from the hook (see :mod:`hookgrad.hookspecs.specs`);
+at the optimizer step it changes ``p.grad`` of ``event.parameters`` in place, the one
+documented exception. Models are strict (no coercion: a tuple field takes a tuple),
 frozen and reject unknown fields. Building one costs a couple of microseconds, so the runtime
 builds none when no plugin listens.
 
@@ -162,6 +168,32 @@ _JsonDetails: TypeAlias = Annotated[
 ]
 
 
+def _read_only(value: Any) -> Any:
+    """``value`` with every tensor in it, and in the tuples, lists and dicts in it, a read-only
+    alias; containers are rebuilt, anything else is returned as it is."""
+    if isinstance(value, Tensor):
+        return value._read_only_alias()
+    kind = type(value)
+    if kind is tuple:
+        return tuple([_read_only(v) for v in value])
+    if kind is list:
+        return [_read_only(v) for v in value]
+    if kind is dict and value:
+        return {k: _read_only(v) for k, v in value.items()}
+    return value
+
+
+def _read_only_field(name: str) -> property:
+    """The attribute ``name`` of an event: its stored value with every tensor aliased
+    read-only, built at each read, so that an event nobody reads costs nothing more."""
+
+    def read(event: Event) -> Any:
+        return _read_only(event.__dict__[name])
+
+    read.__name__ = name
+    return property(read, doc=f"``{name}``, its tensors read-only (see the module docstring)")
+
+
 # ---------------------------------------------------------------------- bases
 class Event(BaseModel):
     """Base of every payload: frozen, strict, no unknown fields, tensors shared."""
@@ -176,10 +208,16 @@ class Event(BaseModel):
     # Every field name of the class: the fields-set of each trusted instance (see trusted).
     _all_fields: ClassVar[set[str]] = set()
 
+    read_only_fields: ClassVar[tuple[str, ...]] = ()
+    """The fields read as read-only aliases (see the module docstring); the value stored,
+    which the runtime reads and ``model_dump`` returns, is ``event.__dict__[name]``."""
+
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
         cls._all_fields = set(cls.model_fields)
+        for name in cls.read_only_fields:
+            setattr(cls, name, _read_only_field(name))
 
     @classmethod
     def trusted(cls, fields: dict[str, Any]) -> Self:
@@ -235,6 +273,7 @@ class ForwardPreEvent(ModuleEvent):
     """Before ``forward``: the arguments the module is about to receive."""
 
     hook: ClassVar[str] = "hookgrad_forward_pre"
+    read_only_fields: ClassVar[tuple[str, ...]] = ("args", "kwargs")
     phase: Literal["forward_pre"] = "forward_pre"
     args: _Args = Field(description="Positional arguments, after earlier pre-hooks' replacements")
     kwargs: _Kwargs = Field(
@@ -246,6 +285,7 @@ class ForwardEvent(ModuleEvent):
     """After ``forward``: its arguments and output."""
 
     hook: ClassVar[str] = "hookgrad_forward"
+    read_only_fields: ClassVar[tuple[str, ...]] = ("args", "kwargs", "output")
     phase: Literal["forward"] = "forward"
     args: _Args = Field(description="Positional arguments forward received")
     kwargs: _Kwargs = Field(description="Keyword arguments forward received")
@@ -256,6 +296,7 @@ class BackwardPreEvent(ModuleEvent):
     """Before the module's backward: the gradients with respect to its outputs."""
 
     hook: ClassVar[str] = "hookgrad_backward_pre"
+    read_only_fields: ClassVar[tuple[str, ...]] = ("grad_output",)
     phase: Literal["backward_pre"] = "backward_pre"
     grad_output: _Grads = Field(
         description="One entry per output; None for non-tensor outputs and unused outputs"
@@ -266,6 +307,7 @@ class FullBackwardEvent(ModuleEvent):
     """After the module's backward: gradients with respect to its inputs and outputs."""
 
     hook: ClassVar[str] = "hookgrad_full_backward"
+    read_only_fields: ClassVar[tuple[str, ...]] = ("grad_input", "grad_output")
     phase: Literal["backward"] = "backward"
     grad_input: _Grads = Field(
         description="One entry per positional argument; None for non-tensor arguments"
@@ -278,6 +320,7 @@ class BackwardBeginEvent(RunEvent):
     """``loss.backward(gradient)`` was called; the graph walk has not started."""
 
     hook: ClassVar[str] = "hookgrad_backward_begin"
+    read_only_fields: ClassVar[tuple[str, ...]] = ("loss", "gradient")
     phase: Literal["backward_begin"] = "backward_begin"
     loss: _TensorField = Field(description="The root tensor backward was called on")
     gradient: _TensorField | None = Field(
@@ -289,6 +332,7 @@ class BackwardEndEvent(RunEvent):
     """The backward pass finished: every ``.grad`` it produces is accumulated."""
 
     hook: ClassVar[str] = "hookgrad_backward_end"
+    read_only_fields: ClassVar[tuple[str, ...]] = ("loss",)
     phase: Literal["backward_end"] = "backward_end"
     loss: _TensorField = Field(description="The root tensor backward was called on")
 

@@ -25,7 +25,9 @@ How the runtime calls the hooks
   plugins run after global hooks registered before the runtime was set up, before those
   registered after it, and always before the module's own hooks (SEMANTICS G-1): a module's
   own hooks see the plugins' replacements.
-* A hook that raises is handled per the plugin's ``on_error`` setting.
+* A hook that raises is handled per the plugin's ``on_error`` setting, except a
+  :class:`~hookgrad.hookspecs.PluginAbort` (a plugin stopping the caller on purpose), which
+  always propagates.
 * **A hook a plugin's config switches off costs nothing**: set the instance attribute to None
   in ``__init__`` (``self.hookgrad_forward = None``). pluggy registers routines only, so the
   runtime sees no implementation and installs no global hook for it: a module hook that exists

@@ -7,7 +7,8 @@ factor on the gradients flowing into chosen modules.
 * ``hookgrad_backward_begin`` multiplies the seed gradient by the scale (``scaler.scale(loss)``);
 * ``hookgrad_optimizer_step_pre`` (tryfirst, :attr:`Stage.UNSCALE`: before ``nan_guard``,
   ``grad_stats`` and ``grad_clip``, which must see true gradients) multiplies every gradient by
-  ``1 / scale`` in place and vetoes the step if any was inf or NaN (``scaler.step``);
+  ``1 / scale`` in place and vetoes the step if any was inf or NaN (``scaler.step``), or if
+  the scale underflowed so far that ``1 / scale`` is inf (torch would step with NaN gradients);
 * ``hookgrad_optimizer_step_post`` backs the scale off after an overflow and grows it after
   ``growth_interval`` clean steps (``scaler.update``).
 
@@ -103,13 +104,16 @@ class _LossScaler:
             growth_tracker,
         )
 
-    def inv_scale(self) -> np.float32:
-        """``scale.double().reciprocal().float()``, torch's unscale factor.
+    def inv_scale(self) -> np.float32 | None:
+        """``scale.double().reciprocal().float()``, torch's unscale factor; None where that is
+        inf: the scale underflowed to 0, or below ``1 / float32 max`` (about 2.9e-39).
 
         Equal to the float32 reciprocal: float64 has more than 2 * 24 + 2 bits, so rounding
         through it never changes a float32 quotient.
         """
-        return np.float32(1.0 / float(self.scale))
+        with np.errstate(divide="ignore", over="ignore"):
+            inv = np.float32(np.float64(1.0) / np.float64(self.scale))
+        return inv if np.isfinite(inv) else None
 
     def update(self, found_inf: bool) -> None:
         """``torch._amp_update_scale_``: back off after an overflow, grow after
@@ -261,11 +265,18 @@ class GradScale:
     def hookgrad_optimizer_step_pre(self, event: OptimizerStepPreEvent) -> Literal[False] | None:
         # Unscale only gradients scaled since the last unscale: a step retried after an error,
         # or taken twice without a backward, is checked but not divided by the scale again.
-        self._found_inf = self._unscale(event.parameters, divide=self._scaled)
+        # An underflowed scale has no finite unscale factor: torch would multiply by inf and
+        # step with NaN gradients; the step is skipped instead, the scale updated as torch's.
+        inv_scale = self._scaler.inv_scale()
+        self._found_inf = self._unscale(event.parameters, inv_scale if self._scaled else None)
         self._scaled = False
-        if not self._found_inf:
+        if inv_scale is None:
+            reason = "scale_underflow"
+        elif self._found_inf:
+            reason = "overflow"
+        else:
             return None
-        self._emit("skip_step", event.step, {"reason": "overflow", "scale": self.scale})
+        self._emit("skip_step", event.step, {"reason": reason, "scale": self.scale})
         return False
 
     @hookimpl
@@ -288,18 +299,19 @@ class GradScale:
             self._emit(kind, event.step, {"scale_from": before, "scale_to": after})
 
     # ------------------------------------------------------------------ helpers
-    def _unscale(self, parameters: tuple[tuple[str, Tensor], ...], *, divide: bool) -> bool:
+    def _unscale(
+        self, parameters: tuple[tuple[str, Tensor], ...], inv_scale: np.float32 | None
+    ) -> bool:
         """Whether any gradient holds inf or NaN (checked before unscaling, as torch does);
-        if ``divide``, multiply every gradient by the float32 ``1 / scale`` in place."""
+        unless ``inv_scale`` is None, multiply every gradient by it in place."""
         grads = [p.grad for _, p in parameters if p.grad is not None]
         if any(g._data.dtype == np.float16 for g in grads):
             raise ValueError("Attempting to unscale FP16 gradients.")
         found_inf = False
-        inv_scale = self._scaler.inv_scale()
         with np.errstate(over="ignore"):  # all_finite's sums of squares may overflow
             for g in grads:
                 found_inf = found_inf or not all_finite(g._data)
-                if divide:
+                if inv_scale is not None:
                     g.mul_(inv_scale)
         return found_inf
 

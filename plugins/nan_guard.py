@@ -22,8 +22,10 @@ the backward (and forward) hooks of children fire before their parent's, so the 
 is always the innermost module. Every finding is recorded at once (the log has it even if
 training dies later); the action is taken at ``hookgrad_optimizer_step_pre``, at stage GUARD:
 after ``grad_scale`` unscaled the gradients and vetoed an overflowing step, so a loss-scaling
-overflow never reaches the guard. A non-finite *forward* output with ``action="raise"`` raises
-at once instead, so that the traceback points at the model code.
+overflow never reaches the guard. ``action="raise"`` does not wait for a step that may never
+come: a non-finite *forward* output raises at once, so that the traceback points at the model
+code, and a backward finding at the end of that backward (``hookgrad_backward_end``), unless
+a step implementation that runs before the guard (loss scaling) may still veto the step.
 """
 
 from __future__ import annotations
@@ -40,11 +42,14 @@ import hookgrad
 from hookgrad import Tensor
 from hookgrad.hookspecs import (
     BackwardBeginEvent,
+    BackwardEndEvent,
     ForwardEvent,
     FullBackwardEvent,
     OptimizerStepPreEvent,
+    PluginAbort,
     PluginConfig,
     Stage,
+    call_order,
     hookimpl,
     stage,
 )
@@ -55,7 +60,7 @@ from ._grads import all_finite, nonfinite_counts
 __all__ = ["Finding", "NanGuard", "NonFiniteGradientError", "NonFiniteGradientWarning"]
 
 PLUGIN_NAME: Final = "nan_guard"
-_PROPAGATORS_SHOWN: Final = 3
+_NAMES_SHOWN: Final = 3
 
 Action: TypeAlias = Literal["raise", "warn", "zero", "skip_step"]
 Phase: TypeAlias = Literal["forward", "backward", "step"]
@@ -93,7 +98,7 @@ class Finding:
         counts = {"nan": self.nan, "inf": self.inf, "numel": self.numel}
         return _record("nonfinite", self.step, self.module_name, {**data, **counts})
 
-    def describe(self, propagators: Sequence[str] = ()) -> str:
+    def describe(self, propagators: Sequence[str] = (), parameters: Sequence[str] = ()) -> str:
         """The message of the error or warning this finding headlines."""
         text = (
             f"non-finite {self.tensor} in module {self.module_name!r} ({self.role}, phase "
@@ -101,24 +106,31 @@ class Finding:
             f"numel={self.numel}"
         )
         if propagators:
-            shown = ", ".join(repr(name) for name in propagators[:_PROPAGATORS_SHOWN])
-            more = len(propagators) - _PROPAGATORS_SHOWN
-            text += f"; propagated through {shown}" + (f" and {more} more" if more > 0 else "")
+            text += f"; propagated through {_listed(propagators)}"
+        if parameters:
+            text += f"; non-finite gradients of parameters {_listed(parameters)}"
         return text
 
 
-class NonFiniteGradientError(RuntimeError):
+class NonFiniteGradientError(RuntimeError, PluginAbort):
     """nan_guard found NaN or Inf and its action is "raise"; the headline finding's fields.
+
+    A :class:`~hookgrad.hookspecs.PluginAbort`: it propagates whatever the plugin's
+    ``on_error``.
 
     ``role`` is "producer" unless the checks saw only propagators (a NaN already in the input
     batch, say): then the first of them is named. ``propagators`` lists the modules that passed
-    the values on, in the order they were found.
+    the values on, in the order they were found; ``parameters`` the qualified names of the
+    selected parameters whose ``.grad`` is non-finite, the headline module's first.
     """
 
-    def __init__(self, finding: Finding, propagators: Sequence[str] = ()) -> None:
-        super().__init__(finding.describe(propagators))
+    def __init__(
+        self, finding: Finding, propagators: Sequence[str] = (), parameters: Sequence[str] = ()
+    ) -> None:
+        super().__init__(finding.describe(propagators, parameters))
         self.finding = finding
         self.propagators = tuple(propagators)
+        self.parameters = tuple(parameters)
         self.module_name = finding.module_name
         self.phase = finding.phase
         self.tensor = finding.tensor
@@ -130,7 +142,7 @@ class NonFiniteGradientError(RuntimeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle with the finding (the default would call ``__init__`` with the message)."""
-        return (type(self), (self.finding, self.propagators))
+        return (type(self), (self.finding, self.propagators, self.parameters))
 
 
 class NonFiniteGradientWarning(RuntimeWarning):
@@ -188,6 +200,8 @@ class NanGuard:
         if not config.check_backward:
             self.hookgrad_full_backward = None  # type: ignore[method-assign, assignment]
             self.hookgrad_backward_begin = None  # type: ignore[method-assign, assignment]
+        if not config.check_backward or config.action != "raise":
+            self.hookgrad_backward_end = None  # type: ignore[method-assign, assignment]
 
     # ------------------------------------------------------------------ hooks
     @hookimpl
@@ -235,6 +249,17 @@ class NanGuard:
         self._findings = [f for f in self._findings if f.phase != "backward"]
         self._last_finite = None
 
+    @hookimpl
+    def hookgrad_backward_end(self, event: BackwardEndEvent) -> None:
+        """action="raise": a backward that found NaN/Inf raises as it ends, step or no step."""
+        findings = self._current(event.step)
+        if not findings or self._may_be_vetoed_first():
+            return
+        self._start(event.step)  # dealt with: a caught error leaves no stale finding
+        headline, propagators = _headline(findings)
+        named = self._named_parameters()
+        raise NonFiniteGradientError(headline, propagators, _bad_parameters(named, headline))
+
     @hookimpl(tryfirst=True)
     @stage(Stage.GUARD)
     def hookgrad_optimizer_step_pre(self, event: OptimizerStepPreEvent) -> Literal[False] | None:
@@ -242,15 +267,11 @@ class NanGuard:
         self._start(event.step)  # dealt with below, whatever happens
         if not findings:
             return None
-        headline = next((f for f in findings if f.role == "producer"), findings[0])
-        propagators = tuple(
-            dict.fromkeys(
-                f.module_name for f in findings if f.role == "propagator" and f is not headline
-            )
-        )
+        headline, propagators = _headline(findings)
         action = self.config.action
         if action == "raise":
-            raise NonFiniteGradientError(headline, propagators)
+            bad = _bad_parameters(event.parameters, headline)
+            raise NonFiniteGradientError(headline, propagators, bad)
         if action == "warn":
             self._warn(headline, propagators)
         elif action == "zero":
@@ -326,6 +347,36 @@ class NanGuard:
                     return [finding]
         return []
 
+    def _may_be_vetoed_first(self) -> bool:
+        """Whether an enabled step implementation runs before the guard's and may veto the
+        step: a loss-scaling overflow is its business, so the guard waits for the step."""
+        runtime = self.runtime
+        if runtime is None:
+            return False
+        configs = runtime.plugin_configs
+        for impl in call_order(runtime.pm, "hookgrad_optimizer_step_pre"):
+            if impl.plugin is self:
+                return False
+            config = configs.get(impl.plugin_name)
+            if config is None or config.enabled:
+                return True
+        return False
+
+    def _named_parameters(self) -> list[tuple[str, Tensor]]:
+        """The selected parameters of the models the runtime saw called (its naming roots),
+        by qualified name: what a backward without an optimizer event can name."""
+        if self.runtime is None:
+            return []
+        selects = self.config.selects
+        named = []
+        for root in self.runtime.bridge.naming_roots():
+            for module_name, module in root.named_modules():
+                if selects(module_name, type(module).__name__):
+                    prefix = f"{module_name}." if module_name else ""
+                    for key, p in module.named_parameters(recurse=False):
+                        named.append((prefix + key, p))
+        return named
+
     # ------------------------------------------------------------------ actions
     def _warn(self, headline: Finding, propagators: Sequence[str]) -> None:
         message = headline.describe(propagators)
@@ -362,6 +413,30 @@ class NanGuard:
 
 
 # ---------------------------------------------------------------------- helpers
+def _headline(findings: Sequence[Finding]) -> tuple[Finding, tuple[str, ...]]:
+    """The finding an error or warning leads with (the first producer, else the first
+    finding) and the modules that propagated the values, each once, in order."""
+    headline = next((f for f in findings if f.role == "producer"), findings[0])
+    propagators = (f.module_name for f in findings if f.role == "propagator" and f is not headline)
+    return headline, tuple(dict.fromkeys(propagators))
+
+
+def _bad_parameters(named: Iterable[tuple[str, Tensor]], headline: Finding) -> tuple[str, ...]:
+    """The names of the parameters whose ``.grad`` is non-finite, the headline module's first
+    (only on the way to an error: one check per parameter)."""
+    owner = f"{headline.module_name}." if headline.module_name else ""
+    with np.errstate(over="ignore"):  # see all_finite
+        bad = [n for n, p in named if p.grad is not None and not all_finite(p.grad._data)]
+    return tuple(sorted(bad, key=lambda name: not name.startswith(owner)))
+
+
+def _listed(names: Sequence[str]) -> str:
+    """``'a', 'b', 'c' and 2 more``: at most three names, quoted."""
+    shown = ", ".join(repr(name) for name in names[:_NAMES_SHOWN])
+    more = len(names) - _NAMES_SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
 def _record(kind: str, step: int, module_name: str | None, data: dict[str, Any]) -> dict[str, Any]:
     return {
         "plugin": PLUGIN_NAME,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -17,12 +20,17 @@ __all__ = [
     "edge",
     "grad_state",
     "needs_grad",
+    "not_a_tensor",
+    "public_op",
     "record",
     "sum_to",
     "wrap",
 ]
 
 wrap = _wrap
+_F = TypeVar("_F", bound=Callable[..., Any])
+# hookgrad's short parameter names -> torch's, for messages
+_TORCH_NAMES = {"x": "input", "a": "input", "b": "other"}
 
 
 def edge(t: Tensor) -> tuple[Node, int] | None:
@@ -75,3 +83,86 @@ def as_array(value: Any, like: np.ndarray | None = None) -> np.ndarray:
     if like is not None and isinstance(value, (int, float, bool)):
         return np.asarray(value, dtype=like.dtype if like.dtype.kind == "f" else None)
     return np.asarray(value)
+
+
+def not_a_tensor(op: str, name: str, value: Any, position: int | None = None) -> TypeError:
+    """torch's argument-parser error: ``op`` needs a Tensor for ``name``, got ``value``."""
+    where = f" (position {position})" if position is not None else ""
+    kind = type(value).__name__
+    return TypeError(f"{op}(): argument {name!r}{where} must be Tensor, not {kind}")
+
+
+def public_op(fn: _F) -> _F:
+    """``fn`` as a public function form (``hookgrad.relu``, ``F.linear``): the one place that
+    turns a first argument that is not a Tensor into torch's TypeError.
+
+    Ops read ``x._data`` straight away, so ``relu(None)`` fails inside with AttributeError
+    (or numpy's ValueError); the argument is checked only after such a failure. The wrapper
+    has ``fn``'s own signature (generated once), so a call costs one plain Python frame and no
+    check: no argument packing, and a ``try`` is free until something raises. A sequence
+    argument (``cat``, ``stack``) names its first non-Tensor element, as torch does. Tensor
+    methods need no such wrapper: ``self`` is a Tensor.
+    """
+    signature = inspect.signature(fn)
+    first = next(iter(signature.parameters))
+    check = _first_argument_check(fn.__name__, first)
+    params, args = _forwarding(signature)
+    namespace: dict[str, Any] = {"_fn": fn, "_check": check, **params[1]}
+    source = (
+        f"def {fn.__name__}({params[0]}):\n"
+        "    try:\n"
+        f"        return _fn({args})\n"
+        "    except (AttributeError, TypeError, ValueError):\n"
+        f"        _check({first})\n"
+        "        raise\n"
+    )
+    exec(source, namespace)  # the source is made of fn's own parameter names
+    return functools.update_wrapper(namespace[fn.__name__], fn)  # type: ignore[return-value]
+
+
+def _first_argument_check(op: str, first: str) -> Callable[[Any], None]:
+    """What :func:`public_op` runs after a failure: raise torch's TypeError if the first
+    argument is not a Tensor (or, for ``tensors``, holds something that is not one)."""
+    name = _TORCH_NAMES.get(first, first)
+
+    def check(value: Any) -> None:
+        if first == "tensors" and isinstance(value, list | tuple):
+            for i, item in enumerate(value):
+                if not isinstance(item, Tensor):
+                    kind = type(item).__name__
+                    raise TypeError(
+                        f"expected Tensor as element {i} in argument 0, but got {kind}"
+                    ) from None
+        elif not isinstance(value, Tensor):
+            raise not_a_tensor(op, name, value, 1) from None
+
+    return check
+
+
+def _forwarding(signature: inspect.Signature) -> tuple[tuple[str, dict[str, Any]], str]:
+    """``((parameter list, defaults by name), argument list)`` of a wrapper with
+    ``signature`` that passes every argument on as it came."""
+    params: list[str] = []
+    args: list[str] = []
+    defaults: dict[str, Any] = {}
+    star = False
+    for p in signature.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
+            args.append(f"*{p.name}")
+            star = True
+        elif p.kind is p.VAR_KEYWORD:
+            params.append(f"**{p.name}")
+            args.append(f"**{p.name}")
+        else:
+            keyword = p.kind is p.KEYWORD_ONLY
+            if keyword and not star:
+                params.append("*")
+                star = True
+            default = ""
+            if p.default is not p.empty:
+                defaults[f"_default_{p.name}"] = p.default
+                default = f"=_default_{p.name}"
+            params.append(p.name + default)
+            args.append(f"{p.name}={p.name}" if keyword else p.name)
+    return (", ".join(params), defaults), ", ".join(args)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._dtype import float32
-from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
+from ._base import Node, Tensor, edge, needs_grad, not_a_tensor, record, sum_to, wrap
 
 __all__ = [
     "add",
@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 _Number = (int, float, bool, np.number, np.bool_)
+_ARRAY_OR_NUMBER = (*_Number, np.ndarray)
 
 
 def broadcast_error(a: np.ndarray, b: np.ndarray) -> RuntimeError:
@@ -87,13 +88,18 @@ def _promote(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out if out.dtype == target else out.astype(target)
 
 
-def _tensor_operand(value: Any, like: Tensor) -> Tensor | None:
-    """Return ``value`` as a Tensor if it must take part in the graph, None for a number."""
+def _tensor_operand(value: Any, like: Tensor, op: str) -> Tensor | None:
+    """``value`` if it is a Tensor, None for a number (it takes no part in the graph), a numpy
+    array as a Tensor (``t + array`` works in torch too); anything else (a list, a string,
+    None) is torch's TypeError naming ``op``."""
     if isinstance(value, Tensor):
         return value
     if isinstance(value, _Number):
         return None
-    return wrap(np.asarray(value, dtype=like._data.dtype if like._data.dtype.kind == "f" else None))
+    if isinstance(value, np.ndarray):
+        kind = like._data.dtype
+        return wrap(np.asarray(value, dtype=kind if kind.kind == "f" else None))
+    raise not_a_tensor(op, "other", value)
 
 
 class _BinaryBackward(Node):
@@ -294,7 +300,7 @@ def _record_scalar(out: np.ndarray, node: _BinaryBackward, a: Tensor) -> Tensor:
 
 def add(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
     """``a + alpha * b`` with broadcasting."""
-    tb = _tensor_operand(b, a)
+    tb = _tensor_operand(b, a, "add")
     if tb is None:
         out = _scalar_result(a._data + (b * alpha if alpha != 1 else b), a._data)
         if needs_grad(a):
@@ -320,7 +326,7 @@ def sub(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
     """``a - alpha * b`` with broadcasting."""
     if alpha != 1:
         return add(a, b, alpha=-alpha)
-    tb = _tensor_operand(b, a)
+    tb = _tensor_operand(b, a, "sub")
     if tb is None:
         out = _scalar_result(a._data - b, a._data)
         if needs_grad(a):
@@ -334,7 +340,7 @@ def sub(a: Tensor, b: Any, *, alpha: Any = 1) -> Tensor:
 
 def rsub(a: Tensor, b: Any) -> Tensor:
     """``b - a`` for a number or array ``b``."""
-    tb = _tensor_operand(b, a)
+    tb = _tensor_operand(b, a, "rsub")
     if tb is not None:
         return sub(tb, a)
     out = _scalar_result(b - a._data, a._data)
@@ -345,7 +351,7 @@ def rsub(a: Tensor, b: Any) -> Tensor:
 
 def mul(a: Tensor, b: Any) -> Tensor:
     """Elementwise product with broadcasting."""
-    tb = _tensor_operand(b, a)
+    tb = _tensor_operand(b, a, "mul")
     if tb is None:
         out = _scalar_result(a._data * b, a._data)
         if needs_grad(a):
@@ -385,7 +391,7 @@ def _true_divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def div(a: Tensor, b: Any) -> Tensor:
     """True division with broadcasting (integers give floats, as in torch)."""
-    tb = _tensor_operand(b, a)
+    tb = _tensor_operand(b, a, "div")
     if tb is None:
         out = _scalar_result(np.true_divide(a._data, b), a._data)
         if needs_grad(a):
@@ -409,7 +415,7 @@ def div(a: Tensor, b: Any) -> Tensor:
 
 def rdiv(a: Tensor, b: Any) -> Tensor:
     """``b / a`` for a number or array ``b``: ``b * a.reciprocal()``, the graph torch builds."""
-    tb = _tensor_operand(b, a)
+    tb = _tensor_operand(b, a, "rdiv")
     if tb is not None:
         return div(tb, a)
     from .unary import reciprocal
@@ -420,7 +426,7 @@ def rdiv(a: Tensor, b: Any) -> Tensor:
 def pow(a: Tensor, exponent: Any) -> Tensor:
     """``a ** exponent`` for a number or Tensor exponent."""
     node: Node  # PowBackward0 for a number exponent, PowBackward1 for a Tensor one
-    te = _tensor_operand(exponent, a)
+    te = _tensor_operand(exponent, a, "pow")
     if te is None:
         out = _scalar_result(np.power(a._data, exponent), a._data)
         if needs_grad(a):
@@ -443,7 +449,7 @@ def pow(a: Tensor, exponent: Any) -> Tensor:
 
 def rpow(a: Tensor, base: Any) -> Tensor:
     """``base ** a`` for a number ``base``."""
-    tb = _tensor_operand(base, a)
+    tb = _tensor_operand(base, a, "rpow")
     if tb is not None:
         return pow(tb, a)
     out = _scalar_result(np.power(base, a._data), a._data)
@@ -463,7 +469,7 @@ def neg(a: Tensor) -> Tensor:
 
 
 def _min_max(a: Tensor, b: Any, fn: Any, cls: type[_MinMaxBackward]) -> Tensor:
-    tb = _tensor_operand(b, a)
+    tb = _tensor_operand(b, a, fn.__name__)
     if tb is None:
         tb = wrap(np.asarray(b, dtype=a._data.dtype))
     out = _binary(fn, a, tb)
@@ -570,7 +576,7 @@ def _matmul_error(sa: tuple[int, ...], sb: tuple[int, ...]) -> RuntimeError:
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product with numpy/torch batching rules; a shape mismatch names both shapes."""
     if not isinstance(b, Tensor):
-        raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(b).__name__}")
+        raise not_a_tensor("matmul", "other", b)
     ad, bd = a._data, b._data
     if ad.ndim == 0 or bd.ndim == 0:
         raise RuntimeError(
@@ -620,9 +626,11 @@ class WhereBackward0(Node):
         )
 
 
-def _where_operand(value: Any, like: Tensor) -> Tensor:
+def _where_operand(value: Any, like: Tensor, name: str) -> Tensor:
     if isinstance(value, Tensor):
         return value
+    if not isinstance(value, _ARRAY_OR_NUMBER):
+        raise not_a_tensor("where", name, value)
     return wrap(np.asarray(value, dtype=like._data.dtype))
 
 
@@ -632,8 +640,8 @@ def where(condition: Tensor, input: Any, other: Any) -> Tensor:
     like = input if isinstance(input, Tensor) else other
     if not isinstance(like, Tensor):
         like = wrap(np.asarray(input, dtype=float32))
-    ta = _where_operand(input, like)
-    tb = _where_operand(other, like)
+    ta = _where_operand(input, like, "input")
+    tb = _where_operand(other, like, "other")
     try:
         out = np.where(cond, ta._data, tb._data)
     except ValueError:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._dtype import scalar_type_name
 from .._tensor import Tensor, _wrap
 
 if TYPE_CHECKING:
@@ -26,13 +27,26 @@ def _hook_name(hook: Callable[..., Any]) -> str:
     return getattr(hook, "__name__", type(hook).__name__)
 
 
+def check_same_type(hook_name: str, data: np.ndarray, like_dtype: np.dtype[Any]) -> None:
+    """A hook's replacement must keep the gradient's dtype: torch's RuntimeError otherwise."""
+    if data.dtype != like_dtype:
+        raise RuntimeError(
+            f"hook {hook_name!r} has changed the type of value (was "
+            f"hookgrad.{scalar_type_name(like_dtype)}Tensor got "
+            f"hookgrad.{scalar_type_name(data.dtype)}Tensor)"
+        )
+
+
 def _checked_replacement(
     hook: Callable[..., Any], value: Any, like: np.ndarray | None
 ) -> np.ndarray:
-    """Validate a tensor hook's return value as PyTorch does and return its array."""
+    """Validate a tensor hook's return value as PyTorch does (type, then size) and return
+    its array."""
     if not isinstance(value, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(value).__name__}'")
     data = value._data
+    if like is not None and data.dtype != like.dtype:
+        check_same_type(_hook_name(hook), data, like.dtype)
     if like is not None and data.shape != like.shape:
         raise RuntimeError(
             f"hook {_hook_name(hook)!r} has changed the size of value "

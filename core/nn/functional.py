@@ -12,6 +12,7 @@ from typing import Any
 
 from .._ops import reduce as _reduce
 from .._ops import unary as _unary
+from .._ops._base import public_op
 from .._ops.inplace import apply_inplace
 from .._tensor import Tensor
 from ._ops.conv import conv2d, pad
@@ -107,3 +108,10 @@ def log_softmax(
     if dim is None:
         dim = _implicit_dim("log_softmax", input.ndim)
     return _reduce.log_softmax(_cast(input, dtype), dim)
+
+
+# Every function above as a public function form: a first argument that is not a Tensor is
+# torch's TypeError (see public_op), checked only after the call failed.
+globals().update(
+    {name: public_op(value) for name, value in tuple(globals().items()) if name in __all__}
+)

@@ -335,7 +335,12 @@ class HookBridge:
         """Give ``thread`` an entry in each backward table someone listens to, and no other."""
         wanted = {name for name in _BACKWARD_TABLES if self._listeners[name]}
         record = thread.record
-        _sync(thread.handles, wanted, lambda name: _BACKWARD_REGISTER[name](record))
+        # internal: the engine's B-9 warning is for hooks the user added, not these
+        _sync(
+            thread.handles,
+            wanted,
+            lambda name: _BACKWARD_REGISTER[name](record, _internal=True),
+        )
         thread.slots = tuple(
             (_BACKWARD_TABLES[name], handle.id) for name, handle in thread.handles.items()
         )
@@ -385,7 +390,7 @@ class HookBridge:
             }
         )
         final = self._chain(listeners, event, "args", as_args)
-        return None if final is event else (final.args, kwargs)
+        return None if final is event else (final.__dict__["args"], kwargs)  # as returned
 
     def _bind_record(
         self, thread: _Thread, name: str, module_type: str, index: int, selection: _Selection
@@ -425,7 +430,7 @@ class HookBridge:
             }
         )
         final = self._chain(listeners, event, "output", None)
-        return None if final is event else final.output
+        return None if final is event else final.__dict__["output"]  # as returned
 
     def _dispatch_backward_pre(
         self, record: _CallRecord, name: str, grad_output: tuple[Any, ...]
@@ -444,7 +449,7 @@ class HookBridge:
             }
         )
         final = self._chain(listeners, event, "grad_output", checked_gradients)
-        return None if final is event else final.grad_output
+        return None if final is event else final.__dict__["grad_output"]  # as returned
 
     def _dispatch_full_backward(
         self,
@@ -468,7 +473,7 @@ class HookBridge:
             }
         )
         final = self._chain(listeners, event, "grad_input", checked_gradients)
-        return None if final is event else final.grad_input
+        return None if final is event else final.__dict__["grad_input"]  # as returned
 
     # ------------------------------------------------------------------ dispatch
     def _select(self, name: str, module_type: str) -> _Selection:

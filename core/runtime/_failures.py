@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable
 from typing import Protocol
 
-from ..hookspecs import PluginError
+from ..hookspecs import PluginAbort, PluginError
 
 __all__ = ["OnErrorLog", "PluginFailures", "PluginHookWarning"]
 
@@ -60,7 +60,13 @@ class PluginFailures:
         step: int | None = None,
         stacklevel: int = 3,
     ) -> None:
-        """Apply ``on_error`` to ``error``, which ``plugin`` raised (or caused) in ``hook``."""
+        """Apply ``on_error`` to ``error``, which ``plugin`` raised (or caused) in ``hook``.
+
+        A :class:`~hookgrad.hookspecs.PluginAbort` is no failure but the plugin's verdict
+        (nan_guard's ``action = "raise"``): it propagates as raised, whatever ``on_error``.
+        """
+        if isinstance(error, PluginAbort):
+            raise error
         if plugin in self.disabled:  # failed again before its hooks were removed
             return
         if on_error == "raise":

@@ -182,7 +182,7 @@ class LoopHooks:
             result = self._call(listener, event, checked_seed, root)
             if result is not None:
                 event = event.model_copy(update={"gradient": result})
-        return None if event is first else event.gradient
+        return None if event is first else event.__dict__["gradient"]  # as returned
 
     def _end(self, root: Any) -> None:
         if not self.bridge.acts_here():

@@ -96,6 +96,25 @@ def test_wrong_shape_return_raises_and_leaves_grad_untouched(lib):
     assert x.grad is None
 
 
+@pytest.mark.parametrize("leaf", [True, False])
+def test_other_dtype_return_raises_and_leaves_grad_untouched(lib, leaf):
+    """T-8: a replacement of another dtype (float64 for a float32 gradient) is a RuntimeError
+    naming the hook and both types; .grad stays None."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x if leaf else x * 2
+
+    def widen(grad):
+        return grad.double()
+
+    y.register_hook(widen)
+    message = (
+        r"hook 'widen' has changed the type of value \(was \w+\.FloatTensor got \w+\.DoubleTensor\)"
+    )
+    with pytest.raises(RuntimeError, match=message):
+        (y * 3).sum().backward()
+    assert x.grad is None
+
+
 def test_non_tensor_return_raises_type_error(lib):
     """T-8: a hook returning an int raises TypeError; .grad stays None."""
     x = lib.tensor([1.0, 2.0], requires_grad=True)

@@ -277,6 +277,21 @@ def test_pre_hook_return_validation(lib):
         layer(lib.tensor([[1.0]], requires_grad=True)).sum().backward()
 
 
+@pytest.mark.parametrize("kind", ["full", "pre"])
+def test_hook_returning_another_dtype_raises(lib, kind):
+    """A full hook's grad_input or a pre-hook's grad_output of another dtype (float64 for
+    float32) is a RuntimeError naming both types, as a tensor hook's (T-8)."""
+    layer = _linear(lib, 2.0, 0.0)
+    if kind == "full":
+        layer.register_full_backward_hook(lambda m, gi, go: (gi[0].double(),))
+    else:
+        layer.register_full_backward_pre_hook(lambda m, go: (go[0].double(),))
+    x = lib.tensor([[1.0]], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"has changed the type of value \(was \w+\.FloatTensor"):
+        layer(x).sum().backward()
+    assert x.grad is None
+
+
 def test_full_hooks_chain_and_prepend(lib):
     """B-17: full hooks chain; prepend=True runs first."""
     layer = _linear(lib, 1.0, 0.0)

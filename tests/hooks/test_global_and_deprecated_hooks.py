@@ -216,3 +216,45 @@ def test_global_regular_hook_on_container_fires_with_last_child(lib):
         out
         == "[('Tanh', [0.7864]), ('Sequential', [0.7864]), ('Linear', [0.7864, 0.3932, 0.7864])]"
     )
+
+
+@pytest.mark.parametrize("kind", ["backward", "backward_pre"])
+def test_internal_global_backward_hooks_fire_without_the_b9_warning(kind: str) -> None:
+    """hookgrad's own registrations (``_internal=True``, the plugin runtime's) fire for a module
+    whose inputs need no grad without torch's B-9 warning, which concerns the user's hooks;
+    a user hook on the same call brings the warning back."""
+    import hookgrad
+
+    registry = hookgrad.nn.modules.module
+    register = {
+        "backward": registry.register_module_full_backward_hook,
+        "backward_pre": registry.register_module_full_backward_pre_hook,
+    }[kind]
+    calls = []
+    layer = hookgrad.nn.Linear(1, 1)
+    with register(lambda m, *grads: calls.append(type(m).__name__), _internal=True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            layer(hookgrad.tensor([[3.0]])).sum().backward()
+        assert calls == ["Linear"]
+        user_hook = layer.register_full_backward_pre_hook(lambda m, go: None)
+        with user_hook, pytest.warns(UserWarning, match=r"^Full backward hook is firing when"):
+            layer(hookgrad.tensor([[3.0]])).sum().backward()
+    assert calls == ["Linear", "Linear"]
+
+
+def test_a_users_global_regular_hook_does_not_bring_the_b9_warning_back() -> None:
+    """A user's deprecated global regular hook builds no full-hook machinery (B-22), so beside
+    an internal global pre-hook a module whose inputs need no grad still does not warn."""
+    body = """
+    import warnings
+    reg = lib.nn.modules.module
+    warnings.simplefilter("ignore", FutureWarning)  # B-22's own warning at forward time
+    reg.register_module_backward_hook(lambda *a: None)
+    calls = []
+    reg.register_module_full_backward_pre_hook(lambda m, go: calls.append(1), _internal=True)
+    warnings.simplefilter("error", UserWarning)
+    lib.nn.Linear(1, 1)(lib.tensor([[3.0]])).sum().backward()
+    print(len(calls))
+    """
+    assert _run_isolated("hookgrad", body) == "1"

@@ -357,3 +357,83 @@ def test_inplace_error_names_the_tensor_type(lib: Any, dtype: str, kind: str) ->
     y.add_(1)
     with pytest.raises(RuntimeError, match=rf"\[\w+\.{kind} \[2\]\], which is output 0 of"):
         z.sum().backward()
+
+
+# ---------------------------------------------------------------------- non-tensor arguments
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda L: L.add(L.ones(2), [1.0, 2.0]),
+            r"add\(\): argument 'other' (\(position 2\) )?must be Tensor, not list",
+        ),
+        (
+            lambda L: L.ones(2).mul("x"),
+            r"mul\(\): argument 'other' (\(position 1\) )?must be Tensor, not str",
+        ),
+        (
+            lambda L: L.matmul(L.ones(2, 2), "abc"),
+            r"matmul\(\): argument 'other' (\(position 2\) )?must be Tensor, not str",
+        ),
+        (
+            lambda L: L.relu(None),
+            r"^relu\(\): argument 'input' \(position 1\) must be Tensor, not NoneType$",
+        ),
+        (
+            lambda L: L.exp([1.0]),
+            r"^exp\(\): argument 'input' \(position 1\) must be Tensor, not list$",
+        ),
+        (
+            lambda L: L.sum(None),
+            r"^sum\(\): argument 'input' \(position 1\) must be Tensor, not NoneType$",
+        ),
+        (
+            lambda L: L.tanh(3),
+            r"^tanh\(\): argument 'input' \(position 1\) must be Tensor, not int$",
+        ),
+        (
+            lambda L: L.nn.functional.relu(None),
+            r"^relu\(\): argument 'input' \(position 1\) must be Tensor, not NoneType$",
+        ),
+        (
+            lambda L: L.nn.functional.linear([1.0, 2.0], L.ones(1, 2)),
+            r"^linear\(\): argument 'input' \(position 1\) must be Tensor, not list$",
+        ),
+        (
+            lambda L: L.cat([[1.0], [2.0]]),
+            r"^expected Tensor as element 0 in argument 0, but got list$",
+        ),
+        (
+            lambda L: L.stack([L.ones(1), None]),
+            r"^expected Tensor as element 1 in argument 0, but got NoneType$",
+        ),
+    ],
+    ids=[
+        "add-list",
+        "mul-str",
+        "matmul-str",
+        "relu-None",
+        "exp-list",
+        "sum-None",
+        "tanh-int",
+        "F.relu-None",
+        "F.linear-list",
+        "cat-lists",
+        "stack-None",
+    ],
+)
+def test_a_non_tensor_argument_is_a_type_error(
+    lib: Any, call: Callable[[Any], Any], message: str
+) -> None:
+    """Where an op needs a Tensor, anything else (a list, a string, None, a number) raises
+    TypeError naming the op, the argument and the type given, as torch's argument parser."""
+    with pytest.raises(TypeError, match=message):
+        call(lib)
+
+
+@pytest.mark.parametrize("other", [None, [1.0, 2.0], "x"], ids=["None", "list", "str"])
+def test_an_operator_with_a_non_tensor_is_a_type_error(lib: Any, other: Any) -> None:
+    """``t + other`` with something neither a Tensor nor a number is a TypeError, as in torch,
+    not a silent broadcast of ``np.asarray(other)``."""
+    with pytest.raises(TypeError):
+        lib.ones(2) + other

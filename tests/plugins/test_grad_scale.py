@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from typing import Any, Literal
@@ -404,6 +405,43 @@ def test_inv_scale_is_torchs(value: float) -> None:
     assert got.dtype == np.float32 and got == expected.item()
 
 
+@pytest.mark.parametrize("value", [0.0, 2.0**-149, 2.0**-128])
+def test_inv_scale_of_an_underflowed_scale_is_none(value: float) -> None:
+    """A scale of 0, or one so small that its reciprocal overflows float32 (torch's unscale
+    factor is then inf), has no usable unscale factor: None, without a numpy warning."""
+    torch = pytest.importorskip("torch")
+    expected = torch.full((), value, dtype=torch.float32).double().reciprocal().float()
+    assert expected.item() == float("inf")
+    with np.errstate(all="raise"):
+        assert _LossScaler(value, 2.0, 0.5, 1).inv_scale() is None
+
+
+@pytest.mark.parametrize("init_scale", [2.0**-148, 2.0**-140])
+def test_an_underflowed_scale_skips_every_step_without_raising(init_scale: float) -> None:
+    """Once the scale has no finite reciprocal (it reached 0 after overflows, or is below
+    1 / float32 max), no exception: the scale and growth tracker follow GradScaler's, and each
+    step is skipped with a skip_step record, reason "scale_underflow". GradScaler instead
+    steps with 0 * inf = NaN gradients and ruins the parameters; grad_scale leaves them."""
+    torch = pytest.importorskip("torch")
+    reference, model = _twins()
+    before = [p.detach().numpy().copy() for p in model.parameters()]
+    settings = {"init_scale": init_scale, "growth_interval": 2}
+    overflow, clean = _multipliers("inf")[OVERFLOW_STEPS[0]], np.ones((5, 1), np.float32)
+    scaler = torch.amp.GradScaler("cpu", **settings)
+    expected = _train_torch(reference, scaler, [overflow, overflow, clean])
+    plugin = _dynamic(**settings)
+    got, records = _train_hookgrad(model, plugin, [overflow, overflow, clean])
+    assert got == expected and plugin.state_dict() == scaler.state_dict()
+    assert (got[-1] == 0.0) == (init_scale == 2.0**-148)
+    assert not any(np.isfinite(p.detach().numpy()).all() for p in reference.parameters())
+    more, more_records = _train_hookgrad(model, plugin, [clean, clean])  # skipped on and on
+    for old, p in zip(before, model.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), old)
+    skips = [r["data"] for r in records + more_records if r["kind"] == "skip_step"]
+    scales = [init_scale, *got, *more[:-1]]
+    assert skips == [{"reason": "scale_underflow", "scale": s} for s in scales]
+
+
 def test_gradients_after_the_unscale_equal_torchs() -> None:
     """With a scale that is not a power of two, the gradients the step uses equal those
     GradScaler.unscale_ leaves (within float32 rounding), and the plain ones."""
@@ -582,3 +620,13 @@ def test_activated_from_config_by_entry_point_name() -> None:
     assert rt.memory is not None
     kinds = [r["kind"] for r in rt.memory.records if r.get("plugin") == "grad_scale"]
     assert kinds == ["scale", "growth", "scale", "growth"]
+
+
+def test_constant_mode_raises_no_engine_warning() -> None:
+    """Constant mode's backward pre-hook is the runtime's own: a model whose input needs no
+    grad runs without torch's B-9 warning, even under simplefilter("error")."""
+    model = _model(hookgrad.nn)
+    with capture_events(("grad_scale", _constant(0.5))), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model(hookgrad.tensor(_inputs())).sum().backward()
+    assert model[0].weight.grad is not None

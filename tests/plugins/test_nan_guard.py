@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,12 +15,14 @@ import hookgrad
 from hookgrad import nn
 from hookgrad.hookspecs import PluginConfig, Stage, hookimpl, stage
 from hookgrad.nn.modules import module as module_mod
+from hookgrad.plugins.grad_scale import GradScale
 from hookgrad.plugins.nan_guard import (
     Finding,
     NanGuard,
     NonFiniteGradientError,
     NonFiniteGradientWarning,
 )
+from hookgrad.runtime import PluginHookWarning
 from hookgrad.testing import EventCapture, capture_events
 
 NAN = float("nan")
@@ -119,12 +122,12 @@ def optimizer(model: nn.Sequential) -> hookgrad.optim.SGD:
 
 
 # ---------------------------------------------------------------------- raise
-def test_raise_names_the_backward_producer_and_its_propagators(
-    model: nn.Sequential, optimizer: hookgrad.optim.SGD
-) -> None:
-    """The error names the layer whose backward made the NaN, with counts, and those below it."""
+def test_raise_names_the_backward_producer_and_its_propagators(model: nn.Sequential) -> None:
+    """action="raise" raises from loss.backward() itself, with no optimizer: the error names
+    the layer whose backward made the NaN (with counts), the phase, those below it, and the
+    parameters whose gradients that backward left non-finite, the producer's first."""
     with capture_events(guard()), pytest.raises(NonFiniteGradientError) as info:
-        train_step(model, optimizer, make_input())
+        model(make_input()).sum().backward()
     error = info.value
     assert (error.module_name, error.phase, error.tensor, error.role) == (
         "2",
@@ -134,20 +137,42 @@ def test_raise_names_the_backward_producer_and_its_propagators(
     )
     assert (error.nan, error.inf, error.numel, error.step) == (20, 0, 20, 0)
     assert error.propagators == ("1", "0", "")
-    assert str(error.__cause__) == (
+    assert error.parameters == ("2.weight", "2.bias", "0.weight", "0.bias")
+    assert str(error) == (
         "non-finite grad_input[0] in module '2' (producer, phase 'backward', step 0): "
-        "nan=20, inf=0 of numel=20; propagated through '1', '0', ''"
+        "nan=20, inf=0 of numel=20; propagated through '1', '0', ''; non-finite gradients of "
+        "parameters '2.weight', '2.bias', '0.weight' and 1 more"
     )
-    assert str(error) == (  # the runtime names the plugin and hook (hookgrad.PluginError)
-        "plugin 'nan_guard' failed in hookgrad_optimizer_step_pre "
-        f"(phase 'optimizer_step_pre', step 0): {error.__cause__!r}"
-    )
+    assert np.isnan(model[2].weight.grad.numpy()).all()  # raised after the accumulation
+
+
+@pytest.mark.parametrize("on_error", ["warn", "disable"])
+@pytest.mark.parametrize("where", ["backward", "step", "forward"])
+def test_raise_propagates_whatever_on_error(on_error: str, where: str) -> None:
+    """The guard's own error is its verdict, not a failure: it propagates from backward, the
+    step or forward even with on_error "warn" or "disable" (which handle a plugin's bugs)."""
+    settings: dict[str, Any] = {"on_error": on_error}
+    if where == "step":
+        settings |= {"check_backward": False}
+    model = make_model(PoisonedLinear if where == "forward" else BuggyLinear)
+    if where == "forward":
+        settings |= {"check_forward": True}
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+    with (
+        capture_events(guard(**settings)) as capture,
+        warnings.catch_warnings(),
+        pytest.raises(NonFiniteGradientError),
+    ):
+        warnings.simplefilter("error", PluginHookWarning)
+        capture.runtime.watch(model)
+        train_step(model, optimizer, make_input())
 
 
 def test_findings_are_recorded_when_detected(model: nn.Sequential) -> None:
-    """One nonfinite record per finding, written during backward, before any step."""
+    """One nonfinite record per finding, written during backward, before the error."""
     with capture_events(guard()) as capture:
-        model(make_input()).sum().backward()
+        with pytest.raises(NonFiniteGradientError):
+            model(make_input()).sum().backward()
         records = capture.of_plugin("nan_guard")
     assert nonfinite(capture) == [
         ("2", "backward", "grad_input[0]", "producer"),
@@ -299,6 +324,22 @@ def test_a_step_vetoed_earlier_in_the_pipeline_is_not_guarded(
         assert capture.runtime.step == 2
 
 
+def test_raise_waits_for_the_step_when_grad_scale_may_veto(model: nn.Sequential) -> None:
+    """With grad_scale active (its overflow veto runs before the guard), a NaN backward does
+    not raise: grad_scale skips the step, and the guard records its findings only."""
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+    before = weights(model)
+    with capture_events(guard(), ("grad_scale", GradScale(GradScale.Config()))) as capture:
+        train_step(model, optimizer, make_input())
+    skips = [
+        r["data"]["reason"] for r in capture.of_plugin("grad_scale") if r["kind"] == "skip_step"
+    ]
+    assert skips == ["overflow"]
+    assert len(nonfinite(capture)) == 4
+    for name, value in weights(model).items():
+        np.testing.assert_array_equal(value, before[name])
+
+
 # ---------------------------------------------------------------------- forward
 def test_forward_check_raises_at_once_in_the_producer() -> None:
     """check_forward: a NaN output raises inside forward, naming the layer and "output"."""
@@ -369,7 +410,12 @@ def test_parameter_check_names_the_owner_of_the_first_bad_gradient(check_backwar
         "weight.grad",
         "producer",
     )
-    assert (error.nan, error.numel, error.propagators) == (8, 8, ())
+    assert (error.nan, error.numel, error.propagators, error.parameters) == (
+        8,
+        8,
+        (),
+        ("4.weight",),
+    )
     assert nonfinite(capture) == [("4", "step", "weight.grad", "producer")]
 
 
@@ -441,6 +487,44 @@ def test_only_switched_on_checks_are_implemented(
         assert capture.runtime.pm.hook.hookgrad_optimizer_step_pre.get_hookimpls()
 
 
+# ---------------------------------------------------------------------- engine warnings
+def test_the_guards_hooks_raise_no_engine_warning() -> None:
+    """A run over a model whose input needs no grad warns nothing, even under
+    simplefilter("error"): torch's B-9 warning concerns the user's hooks, not the runtime's."""
+    model = make_model(nn.Linear)
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.1)
+    with capture_events(guard()) as capture, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            train_step(model, optimizer, hookgrad.randn(5, 3))
+        assert capture.runtime.step == 2
+
+
+def test_a_users_global_full_backward_hook_still_warns_as_in_torch() -> None:
+    """Beside the guard, a user's global full backward hook gets torch's B-9 warnings: the
+    same texts, category, count and the caller's line as a torch run, and filters apply."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib: Any, model: Any) -> list[tuple[type[Warning], str, str]]:
+        registry = lib.nn.modules.module
+        with registry.register_module_full_backward_hook(lambda m, gi, go: None):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model(lib.randn(5, 3)).sum().backward()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                with pytest.raises(UserWarning, match=r"^Full backward hook is firing"):
+                    model(lib.randn(5, 3)).sum().backward()
+        return [(w.category, str(w.message), w.filename) for w in caught]
+
+    expected = run(torch, _torch_copy(torch, make_model(nn.Linear)))
+    with capture_events(guard()):
+        got = run(hookgrad, make_model(nn.Linear))
+    assert got == expected
+    assert len(got) == 2  # the first Linear and the Sequential: their inputs need no grad
+    assert got[0][1].startswith("Full backward hook is firing") and got[0][2] == __file__
+
+
 # ---------------------------------------------------------------------- selection, state
 def test_excluded_module_is_never_named(
     model: nn.Sequential, optimizer: hookgrad.optim.SGD
@@ -476,9 +560,10 @@ def test_findings_reset_between_steps(model: nn.Sequential, optimizer: hookgrad.
 def test_a_new_backward_supersedes_the_findings_of_the_last(
     model: nn.Sequential, optimizer: hookgrad.optim.SGD
 ) -> None:
-    """backward_begin resets: a NaN backward redone cleanly before the step raises nothing."""
+    """backward_begin resets: a NaN backward redone cleanly before the step warns nothing."""
     x = make_input()
-    with capture_events(guard()) as capture:
+    with capture_events(guard(action="warn")) as capture, warnings.catch_warnings():
+        warnings.simplefilter("error", NonFiniteGradientWarning)
         model(x).sum().backward()
         model[2].broken = False
         train_step(model, optimizer, x)
@@ -619,7 +704,7 @@ def test_roles_match_a_torch_global_backward_hook(model: nn.Sequential) -> None:
         twin(torch.from_numpy(x.detach().numpy()).requires_grad_()).sum().backward()
     finally:
         handle.remove()
-    with capture_events(guard()) as capture:
+    with capture_events(guard(action="warn")) as capture:
         model(x).sum().backward()
     assert nonfinite(capture) == seen
     assert seen[0] == ("2", "backward", "grad_input[0]", "producer")

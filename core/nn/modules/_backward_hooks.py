@@ -21,6 +21,7 @@ import numpy as np
 from ..._grad_mode import _state as grad_state
 from ..._ops._base import edge
 from ..._tensor import Tensor, _wrap
+from ...autograd._hook_calls import check_same_type
 from ...autograd.graph import Node, next_sequence_nr
 from ...utils._warnings import warn_unless_ignored
 
@@ -76,12 +77,13 @@ def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]], what: str) -
         raise TypeError(f"{what} must be a Tensor or None, got {type(value).__name__}")
     shape, dtype = like
     data = value._data
+    check_same_type("hook", data, dtype)  # torch's name for the module hooks' tensor hook
     if data.shape != shape:
         raise RuntimeError(
             f"Function BackwardHookFunctionBackward returned an invalid gradient - got "
             f"{list(data.shape)} but expected shape compatible with {list(shape)}"
         )
-    return data if data.dtype == dtype else data.astype(dtype)
+    return data
 
 
 def _packed(index: list[int], size: int, grads: Sequence[np.ndarray | None]) -> tuple[Any, ...]:
@@ -121,14 +123,22 @@ class BackwardHook:
         "output_index",
         "user_hooks",
         "user_pre_hooks",
+        "warns",
     )
 
     def __init__(
-        self, module: Any, user_hooks: Sequence[Hook], user_pre_hooks: Sequence[Hook]
+        self,
+        module: Any,
+        user_hooks: Sequence[Hook],
+        user_pre_hooks: Sequence[Hook],
+        warns: bool = True,
     ) -> None:
         self.module = module
         self.user_hooks = user_hooks
         self.user_pre_hooks = user_pre_hooks
+        # False when every hook is hookgrad's own (the plugin runtime's): B-9's warning is
+        # torch's word to the user about the user's hooks.
+        self.warns = warns
         self.grad_outputs: tuple[Any, ...] | None = None
         self.input_index: list[int] | None = None
         self.output_index: list[int] | None = None
@@ -227,7 +237,8 @@ class BackwardHook:
         )
 
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
-        warn_unless_ignored(_NO_INPUT_GRAD_WARNING, UserWarning)  # at the backward() call
+        if self.warns:
+            warn_unless_ignored(_NO_INPUT_GRAD_WARNING, UserWarning)  # at the backward() call
         grad_inputs = (None,) * self.n_inputs
         for hook in self.user_hooks:
             result = hook(self.module, grad_inputs, grad_outputs)

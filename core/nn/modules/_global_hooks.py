@@ -38,8 +38,9 @@ ForwardHookEntry = tuple[int, Hook, bool, bool]
 # A forward pre-hook as a call runs it: (handle id, hook, with_kwargs).
 ForwardPreHookEntry = tuple[int, Hook, bool]
 _NO_HOOKS: tuple[Hook, ...] = ()
-# (full backward hooks, regular backward hooks, backward pre-hooks)
-_BackwardLists = tuple[tuple[Hook, ...], tuple[Hook, ...], tuple[Hook, ...]]
+# (full backward hooks, regular backward hooks, backward pre-hooks, whether the user registered
+# any of the full or pre-hooks: only then does a call whose inputs need no grad warn, B-9)
+_BackwardLists = tuple[tuple[Hook, ...], tuple[Hook, ...], tuple[Hook, ...], bool]
 
 
 class GlobalHookTable(SnapshotHookDict):
@@ -79,8 +80,10 @@ class _GlobalHooks:
         "forward_pre_plan",
         "forward_pre_with_kwargs",
         "forward_with_kwargs",
+        "internal",
         "is_full_backward_hook",
         "lock",
+        "user_backward",
     )
 
     def __init__(self) -> None:
@@ -95,6 +98,10 @@ class _GlobalHooks:
         self.backward_pre = GlobalHookTable(self)
         self.backward = GlobalHookTable(self)
         self.forward_pre_plan: tuple[ForwardPreHookEntry, ...] = ()
+        # Ids of the backward hooks hookgrad registered for itself (``_internal=True``): the
+        # B-9 warning is about the user's hooks, so those alone never raise it.
+        self.internal = HookDict()
+        self.user_backward = False
         self.forward_plan: tuple[ForwardHookEntry, ...] = ()
         self.backward_lists: _BackwardLists | None = None
         self.active = self.complex = self.backward_only = False
@@ -121,7 +128,13 @@ class _GlobalHooks:
                 for hook_id, hook in tuple(self.forward_pre.items())
             )
         elif table is self.backward or table is self.backward_pre:
+            internal = self.internal
+            user_pre = any(key not in internal for key in tuple(self.backward_pre))
+            user_full = self.is_full_backward_hook is not False and any(
+                key not in internal for key in tuple(self.backward)
+            )  # regular (deprecated) hooks sit in the same table but build no BackwardHook
             with self.lock:
+                self.user_backward = user_pre or user_full
                 self.backward_lists = None
         else:  # the forward hooks or their with_kwargs / always_call marks
             self.forward_plan = forward_plan(
@@ -142,16 +155,17 @@ class _GlobalHooks:
         )
 
     def build_backward_lists(self) -> _BackwardLists:
-        """``backward_lists`` after a change: (full, regular, pre-hooks), immutable tuples."""
+        """``backward_lists`` after a change: (full, regular, pre-hooks) as immutable tuples,
+        and whether the user registered any of them."""
         with self.lock:
             return self._build_backward_lists()
 
     def _build_backward_lists(self) -> _BackwardLists:
         backward, pre = self.backward.hooks, self.backward_pre.hooks
         if self.is_full_backward_hook is False:
-            lists = self.backward_lists = (_NO_HOOKS, backward, pre)
+            lists = self.backward_lists = (_NO_HOOKS, backward, pre, self.user_backward)
         else:
-            lists = self.backward_lists = (backward, _NO_HOOKS, pre)
+            lists = self.backward_lists = (backward, _NO_HOOKS, pre, self.user_backward)
         return lists
 
     def replace_backward(
@@ -191,11 +205,15 @@ def _register(
     hook: Callable[..., Any],
     extra: tuple[HookDict, ...] = (),
     marks: tuple[HookDict, ...] = (),
+    *,
+    internal: bool = False,
 ) -> RemovableHandle:
-    """Add ``hook`` to ``table``, first marking it in ``marks`` (with_kwargs, always_call):
-    a module call in another thread never sees the hook without its marks."""
+    """Add ``hook`` to ``table``, first marking it in ``marks`` (with_kwargs, always_call) and
+    as internal: a module call in another thread never sees the hook without its marks."""
+    if internal:
+        extra = (*extra, GLOBAL_HOOKS.internal)
     handle = RemovableHandle(table, extra_dict=extra)
-    for mark in marks:
+    for mark in (*marks, GLOBAL_HOOKS.internal) if internal else marks:
         mark[handle.id] = True
     table[handle.id] = hook
     return handle
@@ -228,18 +246,29 @@ def register_module_forward_hook(
     return _register(g.forward, hook, extra, marks)
 
 
-def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
-    """Run ``hook(module, grad_output)`` for every module call before its backward."""
-    return _register(GLOBAL_HOOKS.backward_pre, hook)
+def register_module_full_backward_pre_hook(
+    hook: Callable[..., Any], *, _internal: bool = False
+) -> RemovableHandle:
+    """Run ``hook(module, grad_output)`` for every module call before its backward.
+
+    ``_internal`` (hookgrad only, for its plugin runtime): the hook is hookgrad's own, so a call
+    whose inputs need no grad does not warn for it (B-9's warning concerns user hooks).
+    """
+    return _register(GLOBAL_HOOKS.backward_pre, hook, internal=_internal)
 
 
-def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
-    """Run ``hook(module, grad_input, grad_output)`` for every module call (full semantics)."""
+def register_module_full_backward_hook(
+    hook: Callable[..., Any], *, _internal: bool = False
+) -> RemovableHandle:
+    """Run ``hook(module, grad_input, grad_output)`` for every module call (full semantics).
+
+    ``_internal`` as for :func:`register_module_full_backward_pre_hook`.
+    """
     g = GLOBAL_HOOKS
     if g.is_full_backward_hook is False:
         raise RuntimeError(_MIXED_GLOBAL)
     g.is_full_backward_hook = True
-    return _register(g.backward, hook)
+    return _register(g.backward, hook, internal=_internal)
 
 
 def register_module_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:

@@ -179,8 +179,11 @@ class _WrappedHook:
         )
 
 
-def _backward_hook_lists(module: Any) -> tuple[Sequence[Hook], Sequence[Hook], Sequence[Hook]]:
-    """(full hooks, regular hooks, pre-hooks), globals first, captured now (B-19).
+def _backward_hook_lists(
+    module: Any,
+) -> tuple[Sequence[Hook], Sequence[Hook], Sequence[Hook], bool]:
+    """(full hooks, regular hooks, pre-hooks), globals first, captured now (B-19), and
+    whether the user registered any of the full or pre-hooks (a module's own always are).
 
     Immutable snapshots: with no local backward hooks (the usual case) the global ones,
     prepared when the global tables last changed.
@@ -190,15 +193,17 @@ def _backward_hook_lists(module: Any) -> tuple[Sequence[Hook], Sequence[Hook], S
     lists = g.backward_lists or g.build_backward_lists()
     if not (local or local_pre):
         return lists
-    full, regular, pre = lists
+    full, regular, pre, user = lists
     if local_pre:
         pre = (*pre, *local_pre.values())
+        user = True
     if local:
         if module._is_full_backward_hook:
             full = (*full, *local.values())
+            user = True
         else:
             regular = (*regular, *local.values())
-    return full, regular, pre
+    return full, regular, pre, user
 
 
 def _local_forward_pre_plan(module: Any) -> tuple[ForwardPreHookEntry, ...]:
@@ -222,7 +227,7 @@ def _full_call(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     """Every hook kind, in torch's order; after a failure, the always_call forward hooks that
     have not run yet do (F-9..F-11) and see the args, kwargs and result of that moment."""
     g = GLOBAL_HOOKS
-    full, regular, pre = _backward_hook_lists(module)  # captured before any hook runs (B-19)
+    full, regular, pre, user = _backward_hook_lists(module)  # captured before any hook (B-19)
     result = None
     called: list[int] = []  # always_call forward hooks that ran
     try:
@@ -246,7 +251,7 @@ def _full_call(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                         args = changed if isinstance(changed, tuple) else (changed,)
         bw_hook = None
         if full or pre:
-            bw_hook = BackwardHook(module, full, pre)
+            bw_hook = BackwardHook(module, full, pre, user)
             args = bw_hook.setup_input_hook(args)
         result = module.forward(*args, **kwargs)
         local = module._forward_hooks
@@ -275,10 +280,11 @@ def _backward_hooked_call(
     kwargs: dict[str, Any],
     full: Sequence[Hook],
     pre: Sequence[Hook],
+    user: bool,
 ) -> Any:
     """A call whose only hooks are full backward and backward pre-hooks: no forward hook can
     run, so there is no call state to track for the exception path."""
-    bw_hook = BackwardHook(module, full, pre)
+    bw_hook = BackwardHook(module, full, pre, user)
     return bw_hook.setup_output_hook(module.forward(*bw_hook.setup_input_hook(args), **kwargs))
 
 
@@ -291,8 +297,8 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     g = GLOBAL_HOOKS
     if g.complex or module._hooks_complex:
         if g.backward_only and not module._hooks_maybe:  # global full/pre hooks, nothing else
-            full, _, pre = g.backward_lists or g.build_backward_lists()
-            bw_hook = BackwardHook(module, full, pre)  # _backward_hooked_call, a frame less
+            full, _, pre, user = g.backward_lists or g.build_backward_lists()
+            bw_hook = BackwardHook(module, full, pre, user)  # _backward_hooked_call, inline
             return bw_hook.setup_output_hook(
                 module.forward(*bw_hook.setup_input_hook(args), **kwargs)
             )
@@ -323,11 +329,11 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     g = GLOBAL_HOOKS
     if not (g.forward_pre or g.forward or module._forward_pre_hooks or module._forward_hooks):
-        full, regular, pre = _backward_hook_lists(module)
+        full, regular, pre, user = _backward_hook_lists(module)
         if regular:
             return _full_call(module, args, kwargs)
         if full or pre:
-            return _backward_hooked_call(module, args, kwargs, full, pre)
+            return _backward_hooked_call(module, args, kwargs, full, pre, user)
         d = module.__dict__
         d["_hooks_maybe"] = d["_hooks_complex"] = False  # every handle was removed
         return module.forward(*args, **kwargs)
