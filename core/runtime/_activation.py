@@ -21,8 +21,9 @@ The rules, per table in config order (``HOOKGRAD_PLUGINS=a,b`` adds tables ``{en
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -193,6 +194,53 @@ def unknown_plugin_error(loaded: LoadedConfig, name: str, available: list[str]) 
         table="plugins",
         key=name,
         valid_keys=available,
+    )
+
+
+def unmatched_selection(
+    loaded: LoadedConfig, plugin: str, config: PluginConfig, modules: Sequence[tuple[str, str]]
+) -> ConfigError | None:
+    """The error for a ``modules`` glob or ``module_types`` name of ``plugin`` that matches
+    none of ``modules`` ((qualified name, class name) of every module of the models trained),
+    with a did-you-mean; None when each matches some module.
+
+    Only the models tell whether a selection can ever select anything, so the runtime checks
+    this once it knows them (at the first optimizer step, or when a model is watched).
+    """
+    names = sorted({name for name, _ in modules})
+    for glob in config.modules:
+        if not any(fnmatchcase(name, glob) for name in names):
+            return _selection_error(loaded, plugin, "modules", glob, names, "module name", "s")
+    types = sorted({kind for _, kind in modules})
+    for kind in config.module_types:
+        if kind not in types:
+            return _selection_error(
+                loaded, plugin, "module_types", kind, types, "module class", "es"
+            )
+    return None
+
+
+def _selection_error(
+    loaded: LoadedConfig,
+    plugin: str,
+    key: str,
+    value: str,
+    choices: list[str],
+    what: str,
+    plural: str,
+) -> ConfigError:
+    origin = loaded._origin(("plugins", plugin, key))
+    where = ".".join((*origin.prefix, "plugins", plugin, key))
+    close = difflib.get_close_matches(value, choices, n=1)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    shown = ", ".join(repr(choice) for choice in choices[:12])
+    more = f" and {len(choices) - 12} more" if len(choices) > 12 else ""
+    return ConfigError(
+        f"{origin.where}: {where} = [{value!r}] matches no {what} of the models trained"
+        f"{guess} ({what}{plural}: {shown}{more})",
+        path=origin.path,
+        table=f"plugins.{plugin}",
+        key=key,
     )
 
 

@@ -82,12 +82,14 @@ class LoopHooks:
         bridge: HookBridge,
         *,
         on_step_end: Callable[[], None] | None = None,
+        on_models_known: Callable[[tuple[Any, ...]], None] | None = None,
         engines: Sequence[Engine] | None = None,
     ) -> None:
         self.pm = pm
         self.configs = configs
         self.bridge = bridge
         self.on_step_end = on_step_end
+        self.on_models_known = on_models_known
         # hookgrad's engine only, until the bridge and the plugins are engine-neutral too.
         self.engines = tuple(engines) if engines is not None else (engine_named("hookgrad"),)
         bridge.failures.on_disable.append(self.refresh)
@@ -195,10 +197,14 @@ class LoopHooks:
 
     # ------------------------------------------------------------------ optimizer
     def _end_spotting(self) -> None:
-        """The first step is here: the models were called; remove the spotter."""
+        """The first step is here (or a model was watched): the models are known; remove the
+        spotter and let ``on_models_known`` check them (before the step changes anything)."""
         if not self._spotted:
             self._spotted = True
             self.refresh()
+            roots = self._roots()
+            if self.on_models_known is not None and roots:
+                self.on_models_known(roots)
 
     def _gate(self, optimizer: Any) -> bool:
         if not self.bridge.acts_here():  # another thread's step: not ours to veto

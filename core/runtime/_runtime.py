@@ -32,7 +32,7 @@ import pluggy
 from structlog.typing import FilteringBoundLogger
 
 from ..hookspecs import PROJECT_NAME, PluginConfig, PluginRecord, call_order, specs
-from ._activation import check_config, plugin_settings
+from ._activation import check_config, plugin_settings, unmatched_selection
 from ._bridge import HookBridge
 from ._config import LoadedConfig, load_config, validate_plugin_table
 from ._discovery import LoadedPlugin, PluginCatalog, PluginImportWarning, PluginLoadError
@@ -104,6 +104,7 @@ class Runtime:
             self._configs,
             self._bridge,
             on_step_end=None if buffered else self._sinks.flush,
+            on_models_known=self._check_selections,
         )
         self._state = "built"  # -> "started" -> "closed"
         self._configured: set[str] = set()
@@ -341,6 +342,17 @@ class Runtime:
             self._sinks.write(record.summary())
         else:
             self._sinks.write(PluginRecord.json_of(record, step=self.step))
+
+    def _check_selections(self, roots: tuple[Any, ...]) -> None:
+        """ConfigError if a plugin's ``modules`` or ``module_types`` selects nothing in these
+        models (a typo would otherwise silently switch the plugin off)."""
+        modules = [
+            (name, type(module).__name__) for root in roots for name, module in root.named_modules()
+        ]
+        for plugin, config in self._configs.items():
+            error = unmatched_selection(self._config, plugin, config, modules)
+            if error is not None:
+                raise error
 
     def _log_plugin_error(
         self, *, plugin: str, hook: str, module: str, phase: str, error: BaseException
