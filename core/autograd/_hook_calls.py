@@ -30,13 +30,31 @@ def _checked_replacement(
     hook: Callable[..., Any], value: Any, like: np.ndarray | None
 ) -> np.ndarray:
     """Validate a tensor hook's return value as PyTorch does and return its array."""
+    if like is None:
+        return checked_hook_result(_hook_name(hook), value, None, None)
+    return checked_hook_result(_hook_name(hook), value, like.shape, like.dtype)
+
+
+def checked_hook_result(
+    name: str, value: Any, shape: tuple[int, ...] | None, dtype: np.dtype[Any] | None
+) -> np.ndarray:
+    """The array of a gradient a hook returned, checked as torch's engine checks it (T-8).
+
+    A non-tensor is a TypeError; a tensor of another shape or dtype than the gradient it
+    replaces (``shape``/``dtype``; None when that gradient was None) a RuntimeError with
+    torch's text. Module backward hooks are checked here too, under torch's name ``'hook'``.
+    """
     if not isinstance(value, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(value).__name__}'")
     data = value._data
-    if like is not None and data.shape != like.shape:
+    if shape is not None and data.shape != shape:
         raise RuntimeError(
-            f"hook {_hook_name(hook)!r} has changed the size of value "
-            f"(expected {list(like.shape)}, got {list(data.shape)})"
+            f"hook {name!r} has changed the size of value "
+            f"(expected {list(shape)}, got {list(data.shape)})"
+        )
+    if dtype is not None and data.dtype != dtype:
+        raise RuntimeError(
+            f"hook {name!r} has changed the type of value (was {dtype} got {data.dtype})"
         )
     return data
 
