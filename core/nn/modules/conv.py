@@ -58,9 +58,9 @@ class Conv2d(Module):
         self.output_padding = (0, 0)
         self.transposed = False
         shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = Parameter(empty(shape, dtype=dtype))
+        self.weight = Parameter(empty(shape, dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype))
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
