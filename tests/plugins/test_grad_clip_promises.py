@@ -450,3 +450,24 @@ def test_a_second_instance_under_another_name_clamps_grad_input_too(tmp_path) ->
     assert np.abs(x.grad.numpy()).max() <= np.float32(0.1)
     total = _two_norm([p.grad.numpy() for p in model.parameters()])
     assert total == pytest.approx(0.5, rel=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["norm", "value", "per_module", "agc", "autoclip"])
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0,)], ids=str)
+def test_an_empty_parameter_is_clipped_as_nothing(mode: str, shape: tuple[int, ...]) -> None:
+    """A parameter with no entries (Linear(3, 0)) adds nothing to any norm and breaks no mode."""
+    big = np.array([30.0, 40.0], np.float32)
+    params = _params({"empty.weight": np.zeros(shape, np.float32), "fc.weight": big})
+    records = _step({"mode": mode}, params)
+    assert params["empty.weight"].grad.shape == shape
+    clipped = params["fc.weight"].grad.numpy()
+    expected = {
+        "norm": big / 50.0,
+        "per_module": big / 50.0,
+        "value": np.ones(2, np.float32),
+        "agc": big * (0.01 * math.sqrt(2.0) / 50.0),  # the weight row is [1, 1]
+        "autoclip": big,  # the first step is never clipped
+    }[mode]
+    np.testing.assert_allclose(clipped, expected, rtol=1e-5)
+    pres = [r["data"]["pre_norm"] for r in records if r["module_name"] != "empty"]
+    assert pres == [pytest.approx(50.0)]
