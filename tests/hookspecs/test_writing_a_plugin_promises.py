@@ -494,3 +494,51 @@ def test_emit_validates_records_naming_the_bad_field() -> None:
     assert capture.of_plugin("p") == [
         {"plugin": "p", "kind": "note", "step": 0, "module_name": None, "data": {"x": 1}}
     ]
+
+
+class _Voter:
+    def __init__(self, verdict: object) -> None:
+        self.verdict = verdict
+
+    @hookimpl
+    def hookgrad_optimizer_step_pre(self, event: OptimizerStepPreEvent) -> object:
+        return self.verdict
+
+
+def _step_under(verdict: object) -> np.ndarray:
+    p = nn.Parameter(hookgrad.ones(1))
+    p.grad = hookgrad.ones(1)
+    optimizer = hookgrad.optim.SGD([p], lr=1.0)
+    with capture_events(("voter", _Voter(verdict))):
+        optimizer.step()
+    return p.detach().numpy()
+
+
+def test_false_vetoes_and_none_lets_the_step_go_on() -> None:
+    """'hookgrad_optimizer_step_pre ... False vetoes the step'; None lets it go on."""
+    np.testing.assert_array_equal(_step_under(False), [1.0])
+    np.testing.assert_array_equal(_step_under(None), [0.0])
+
+
+@pytest.mark.xfail(
+    reason="core/runtime/_loop.py _gate tests `result is False`: numpy's False (what "
+    "`return np.isfinite(g).all()` gives) is ignored and the step is taken; the step gate "
+    "accepts numpy bools",
+    strict=True,
+)
+def test_numpy_false_vetoes_as_false_does() -> None:
+    """A plugin returning numpy's False (np.isfinite(...).all()) vetoes like False."""
+    np.testing.assert_array_equal(_step_under(np.False_), [1.0])
+
+
+@pytest.mark.xfail(
+    reason="core/runtime/_loop.py _gate ignores any return but `False`: 0 or 'no' "
+    "silently let the step go on instead of failing like torch's pre-hook returns and "
+    "hookgrad's own step gate (StepGateError)",
+    strict=True,
+)
+@pytest.mark.parametrize("verdict", [0, "no"], ids=["zero", "string"])
+def test_a_return_other_than_none_or_false_is_an_error_naming_the_plugin(verdict: object):
+    """The spec allows False (veto) or None (go on); anything else is a misuse error."""
+    with pytest.raises((RuntimeError, TypeError), match="voter"):
+        _step_under(verdict)
