@@ -695,3 +695,53 @@ def test_a_forward_hook_exception_propagates_from_the_call(lib: Any) -> None:
     layer.register_forward_hook(lambda *a: {}["missing"])
     with pytest.raises(KeyError):
         layer(lib.ones(1))
+
+
+def test_optimizer_hooks_are_not_pickled(lib: Any) -> None:
+    """'Hooks are not pickled': an unpickled or deep-copied optimizer runs none of them."""
+    import copy
+    import pickle
+
+    p = lib.nn.Parameter(lib.ones(1))
+    optimizer = lib.optim.SGD([p], lr=1.0)
+    fired: list[int] = []
+    optimizer.register_step_pre_hook(lambda *a: fired.append(1))
+    for clone in (pickle.loads(pickle.dumps(optimizer)), copy.deepcopy(optimizer)):
+        [q] = clone.param_groups[0]["params"]
+        q.grad = lib.ones(1)
+        clone.step()
+        np.testing.assert_array_equal(_np(q), [0.0])
+    assert fired == []
+
+
+# ---------------------------------------------------------------------- the B-9 warning
+def _warn_once(lib: Any) -> None:
+    layer = lib.nn.Linear(2, 1)
+    layer.register_full_backward_hook(lambda *a: None)
+    layer(lib.ones(1, 2)).sum().backward()
+
+
+def test_a_global_ignore_filter_silences_the_b9_warning(lib: Any) -> None:
+    """'warnings.filterwarnings("ignore", message="Full backward hook is firing")' silences it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        _warn_once(lib)
+    assert caught == []
+
+
+def test_an_error_filter_turns_the_b9_warning_into_an_exception(lib: Any) -> None:
+    """The warning goes through the warnings machinery: an "error" filter raises it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Full backward hook is firing")
+        with pytest.raises(UserWarning, match="no inputs require gradients"):
+            _warn_once(lib)
+
+
+def test_a_filter_for_one_module_still_works(lib: Any) -> None:
+    """'a filter for one module still works': the warning is attributed to the caller's file."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings("always", category=UserWarning, module=__name__)
+        _warn_once(lib)
+    assert [w.filename for w in caught] == [__file__]
