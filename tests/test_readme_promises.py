@@ -350,3 +350,51 @@ def test_version_and_python_dash_m_agree(tmp_path: Path) -> None:
     version = metadata.version("hookgrad")
     assert script.returncode == module.returncode == 0
     assert version in script.stdout and script.stdout == module.stdout
+
+
+# ---------------------------------------------------------------------- custom autograd.Function
+def _custom(lib: Any, gradient: Any) -> Any:
+    """A Function doubling its input whose backward returns ``gradient(lib, g)``."""
+
+    class Double(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any, factor: float) -> Any:
+            return x * factor
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return gradient(lib, g), None
+
+    return Double
+
+
+def test_a_custom_backward_of_a_broadcast_shape_is_summed_down(lib: Any) -> None:
+    """As torch: a gradient whose shape the input expands to is summed to the input's shape."""
+    x = lib.ones(2, requires_grad=True)
+    _custom(lib, lambda lib, g: lib.ones(3, 2)).apply(x, 2.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_a_custom_backward_of_an_incompatible_shape_raises(lib: Any) -> None:
+    """torch's RuntimeError: 'returned an invalid gradient at index 0 - got [5] but ...'."""
+    x = lib.ones(2, requires_grad=True)
+    op = _custom(lib, lambda lib, g: lib.ones(5))
+    with pytest.raises(RuntimeError, match=r"Backward returned an invalid gradient at index 0 - "):
+        op.apply(x, 2.0).sum().backward()
+    assert x.grad is None
+
+
+def test_a_custom_backward_returning_a_number_is_a_runtime_error(lib: Any) -> None:
+    """torch: 'expected Variable or None (got int)', a RuntimeError."""
+    x = lib.ones(2, requires_grad=True)
+    op = _custom(lib, lambda lib, g: 3)
+    with pytest.raises(RuntimeError, match=r"expected Variable or None \(got int\)"):
+        op.apply(x, 2.0).sum().backward()
+
+
+def test_a_custom_backward_of_another_dtype_is_cast_to_the_inputs(lib: Any) -> None:
+    """torch casts a Function's gradient to its input's dtype."""
+    x = lib.ones(2, requires_grad=True)
+    _custom(lib, lambda lib, g: g.double() * 3).apply(x, 2.0).sum().backward()
+    assert str(x.grad.dtype).removeprefix("torch.") == "float32"
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
