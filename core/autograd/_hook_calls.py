@@ -83,7 +83,7 @@ def run_pre_hooks(
         for hook in tuple(hooks.pre.values()):
             result = hook(tuple(_as_tensor(g) for g in grads))
             if result is not None:
-                grads = _replace_all(hook, result, grads, "grad_outputs")
+                grads = _replace_all(hook, result, grads)
     return grads
 
 
@@ -119,7 +119,7 @@ def run_post_hooks(
     for hook in tuple(hooks.post.values()):
         result = hook(tuple(_as_tensor(g) for g in current), grad_outputs)
         if result is not None:
-            current = _replace_all(hook, result, current, "grad_inputs")
+            current = _replace_all(hook, result, current)
     return tuple(current)
 
 
@@ -127,15 +127,17 @@ def _replace_all(
     hook: Callable[..., Any],
     result: Any,
     current: Sequence[np.ndarray | None],
-    what: str,
 ) -> list[np.ndarray | None]:
+    """A node hook's replacement of all its gradients, checked as torch checks it."""
     if len(result) != len(current):
         raise RuntimeError(
-            f"hook {_hook_name(hook)!r} returned an invalid number of {what}: "
-            f"got {len(result)}, but expected {len(current)}"
+            f"hook {_hook_name(hook)!r} has returned an incorrect number of values "
+            f"(got {len(result)}, but expected {len(current)})"
         )
     replaced: list[np.ndarray | None] = []
     for old, new in zip(current, result):
+        if new is not None and old is None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
         replaced.append(None if new is None else _checked_replacement(hook, new, old))
     return replaced
 

@@ -745,3 +745,45 @@ def test_a_filter_for_one_module_still_works(lib: Any) -> None:
         warnings.filterwarnings("always", category=UserWarning, module=__name__)
         _warn_once(lib)
     assert [w.filename for w in caught] == [__file__]
+
+
+# ---------------------------------------------------------------------- grad_fn hooks
+@pytest.mark.parametrize("kind", ["prehook", "hook"])
+def test_a_node_hook_returning_the_wrong_count_raises_torchs_error(lib: Any, kind: str) -> None:
+    """grad_fn.register_prehook / register_hook: a replacement of the wrong length fails."""
+    x = lib.ones(2, requires_grad=True)
+    y = x * 2  # one grad_output; grad_inputs (for x, None for the number 2)
+    if kind == "prehook":
+        y.grad_fn.register_prehook(lambda go: (go[0], go[0]))
+        expected = r"has returned an incorrect number of values \(got 2, but expected 1\)"
+    else:
+        y.grad_fn.register_hook(lambda gi, go: (gi[0], gi[0], gi[0]))
+        expected = r"has returned an incorrect number of values \(got 3, but expected 2\)"
+    with pytest.raises(RuntimeError, match=expected):
+        y.sum().backward()
+    assert x.grad is None
+
+
+@pytest.mark.parametrize("kind", ["prehook", "hook"])
+def test_a_node_hook_cannot_replace_a_none_gradient(lib: Any, kind: str) -> None:
+    """torch: "can't replace a None gradient with a non-None value" (pre and post hooks)."""
+    x = lib.ones(4, requires_grad=True)
+    if kind == "prehook":
+        a, _ = x.split(2)  # the unused second output has a None gradient
+        a.grad_fn.register_prehook(lambda go: tuple(lib.ones(2) if g is None else g for g in go))
+        out = a
+    else:
+        out = x * lib.ones(4)  # no gradient flows to the constant
+        out.grad_fn.register_hook(lambda gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match="can't replace a None gradient with a non-None value"):
+        out.sum().backward()
+    assert x.grad is None
+
+
+def test_a_node_post_hook_replacement_reaches_the_input(lib: Any) -> None:
+    """grad_fn.register_hook: a returned grad_inputs tuple replaces what flows to the inputs."""
+    x = lib.ones(2, requires_grad=True)
+    y = x * 3
+    y.grad_fn.register_hook(lambda gi, go: (gi[0] * 10, None))
+    y.sum().backward()
+    np.testing.assert_array_equal(_np(x.grad), [30.0, 30.0])
