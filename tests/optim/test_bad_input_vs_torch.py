@@ -53,7 +53,7 @@ MISUSE: dict[str, Callable[[Any], Any]] = {
     "add_group_with_a_known_parameter": lambda lib: (
         lambda p: lib.optim.SGD([p], lr=0.1).add_param_group({"params": [p]})
     )(_p(lib)),
-    "clip_value_of_a_tensor_without_grad_list": lambda lib: lib.nn.utils.clip_grad_norm_(
+    "clip_norm_with_an_unknown_norm_string": lambda lib: lib.nn.utils.clip_grad_norm_(
         [_p(lib)], 1.0, error_if_nonfinite=True, norm_type="fro"
     ),
 }
@@ -130,3 +130,57 @@ def test_a_parameter_listed_twice_warns_as_torch() -> None:
             lib.optim.SGD([p, p], lr=0.1)
         messages.append([str(w.message) for w in caught])
     assert messages[0] == messages[1]
+
+
+def _with_grad(lib: Any, grad: list[float]) -> Any:
+    p = lib.nn.Parameter(lib.ones(len(grad)))
+    p.grad = lib.tensor(grad)
+    return p
+
+
+UTILS: dict[str, Callable[[Any], Any]] = {
+    "norm_of_a_single_tensor": lambda lib: (
+        lambda p: (lib.nn.utils.clip_grad_norm_(p, 1.0), p.grad)
+    )(_with_grad(lib, [3.0, 4.0])),
+    "norm_type_inf_string": lambda lib: (
+        lambda p: (lib.nn.utils.clip_grad_norm_([p], 1.0, norm_type="inf"), p.grad)
+    )(_with_grad(lib, [3.0, -4.0])),
+    "norm_type_zero": lambda lib: (
+        lambda p: (lib.nn.utils.clip_grad_norm_([p], 1.0, norm_type=0), p.grad)
+    )(_with_grad(lib, [3.0, 0.0])),
+    "norm_of_a_generator": lambda lib: (
+        lambda p: (lib.nn.utils.clip_grad_norm_((q for q in [p]), 1.0), p.grad)
+    )(_with_grad(lib, [3.0, 4.0])),
+    "max_norm_zero": lambda lib: (lambda p: (lib.nn.utils.clip_grad_norm_([p], 0.0), p.grad))(
+        _with_grad(lib, [3.0, 4.0])
+    ),
+    "max_norm_negative": lambda lib: (lambda p: (lib.nn.utils.clip_grad_norm_([p], -1.0), p.grad))(
+        _with_grad(lib, [3.0, 4.0])
+    ),
+    "value_of_a_single_tensor_with_nan": lambda lib: (
+        lambda p: (lib.nn.utils.clip_grad_value_(p, 1.0), p.grad)
+    )(_with_grad(lib, [float("nan"), -4.0, 0.5])),
+    "total_norm_of_nothing": lambda lib: lib.nn.utils.get_total_norm([]),
+    "clip_with_a_given_norm": lambda lib: (
+        lambda p: (lib.nn.utils.clip_grads_with_norm_([p], 1.0, lib.tensor(10.0)), p.grad)
+    )(_with_grad(lib, [3.0, 4.0])),
+    "vector_to_parameters": lambda lib: (
+        lambda a: (lib.nn.utils.vector_to_parameters(lib.tensor([5.0, 6.0]), [a]), a.detach())
+    )(lib.nn.Parameter(lib.ones(2))),
+}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if hasattr(value, "detach"):
+        return value.detach().numpy().astype(np.float64).tolist()
+    return value
+
+
+@pytest.mark.parametrize("name", list(UTILS))
+def test_nn_utils_on_edge_arguments_match_torch(name: str) -> None:
+    """clip_grad_norm_ / clip_grad_value_ / get_total_norm / vector_to_parameters as torch."""
+    expected = _plain(UTILS[name](torch))
+    got = _plain(UTILS[name](hookgrad))
+    np.testing.assert_equal(got, expected)
