@@ -281,8 +281,11 @@ def test_layers_refuse_a_device_other_than_cpu(build: Any) -> None:
 
 
 # ---------------------------------------------------------------------- command line
-def _hookgrad(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _hookgrad(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("HOOKGRAD_")}
+    environ.update(env or {})
     return subprocess.run(
         [str(HOOKGRAD), *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=120
     )
@@ -398,3 +401,50 @@ def test_a_custom_backward_of_another_dtype_is_cast_to_the_inputs(lib: Any) -> N
     _custom(lib, lambda lib, g: g.double() * 3).apply(x, 2.0).sum().backward()
     assert str(x.grad.dtype).removeprefix("torch.") == "float32"
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+def _rows(output: str) -> dict[str, list[str]]:
+    """The table rows of `hookgrad plugins` / `config show`, by their first cell."""
+    return {line.split()[0]: line.split() for line in output.splitlines()[2:] if line.strip()}
+
+
+def test_plugins_lists_the_five_built_ins_with_their_status(tmp_path: Path) -> None:
+    """'hookgrad plugins': installed plugins, built-in?, enabled? (file and environment)."""
+    (tmp_path / "hookgrad.toml").write_text(
+        "[plugins.grad_clip]\nmax_norm = 2.0\n\n[plugins.nan_guard]\nenabled = false\n"
+    )
+    result = _hookgrad("plugins", cwd=tmp_path, env={"HOOKGRAD_PLUGINS": "grad_stats"})
+    assert result.returncode == 0, result.stderr
+    rows = _rows(result.stdout)
+    builtins = {"event_log", "grad_clip", "grad_scale", "grad_stats", "nan_guard"}
+    assert builtins <= set(rows)
+    assert all(rows[name][3] == "built-in" for name in builtins)
+    status = {name: rows[name][4] for name in builtins}
+    assert status == {
+        "event_log": "off",
+        "grad_clip": "enabled",
+        "grad_scale": "off",
+        "grad_stats": "enabled",
+        "nan_guard": "disabled",
+    }
+    assert "hookgrad_optimizer_step_pre" in " ".join(rows["grad_clip"])
+
+
+def test_config_show_names_the_layer_of_each_setting(tmp_path: Path) -> None:
+    """'config show': every effective setting and the layer (default, file, env) that set it."""
+    (tmp_path / "hookgrad.toml").write_text("[plugins.grad_clip]\nmax_norm = 2.0\n")
+    env = {"HOOKGRAD_PLUGINS": "grad_stats", "HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    result = _hookgrad("config", "show", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    lines = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
+    assert lines["plugins.grad_clip.max_norm"].split()[1:] == ["2.0", "file", "hookgrad.toml"]
+    assert lines["plugins.grad_stats.enabled"].split()[1:] == ["True", "env", "HOOKGRAD_PLUGINS"]
+    assert lines["autoload"].split()[1:] == ["False", "env", "HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD"]
+    assert lines["log_level"].split()[-1] == "default"
+
+
+@pytest.mark.parametrize("command", ["demo", "report", "plugins", "config"])
+def test_every_command_has_help(tmp_path: Path, command: str) -> None:
+    """'hookgrad COMMAND --help lists each command's options'."""
+    result = _hookgrad(command, "--help", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith(f"Usage: hookgrad {command}")
