@@ -63,9 +63,9 @@ class Conv2d(Module):
         self.stride = pair(stride, "stride")
         if isinstance(padding, str):
             _check_padding_string(padding, self.stride)
-            self.padding = padding
-        else:
-            self.padding = pair(padding, "padding")
+        self.padding: str | tuple[int, int] = (
+            padding if isinstance(padding, str) else pair(padding, "padding")
+        )
         self.dilation = pair(dilation, "dilation")
         self.groups = groups
         self.padding_mode = padding_mode
