@@ -542,3 +542,18 @@ def test_a_return_other_than_none_or_false_is_an_error_naming_the_plugin(verdict
     """The spec allows False (veto) or None (go on); anything else is a misuse error."""
     with pytest.raises((RuntimeError, TypeError), match="voter"):
         _step_under(verdict)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[1e-40], [1e-20, -3e-20, 0.0], [1e-22] * 50],
+    ids=["subnormal", "tiny", "many_tiny"],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tensor_stats_norm_of_a_vanishing_gradient(values: list[float], dtype: str) -> None:
+    """tensor_stats 'norm' is the L2 norm also when the squares underflow the dtype."""
+    array = np.array(values, dtype=dtype)
+    reference = float(np.sqrt(np.sum((array.astype(np.float64) * 1e20) ** 2)) / 1e20)
+    stats = tensor_stats(hookgrad.tensor(array))
+    assert stats["norm"] == pytest.approx(reference, rel=1e-6)
+    assert stats["std"] == pytest.approx(float(array.astype(np.float64).std()), rel=1e-5)

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from pydantic import ValidationError
 
 import hookgrad
@@ -34,7 +38,8 @@ def _params(
     for name, g in grads.items():
         w = (weights or {}).get(name)
         shape = (2,) if g is None else g.shape
-        p = nn.Parameter(hookgrad.tensor(np.ones(shape, np.float32) if w is None else w))
+        dtype = np.float32 if g is None else g.dtype
+        p = nn.Parameter(hookgrad.tensor(np.ones(shape, dtype) if w is None else w))
         p.grad = None if g is None else hookgrad.tensor(g.copy())
         params[name] = p
     return params
@@ -390,3 +395,67 @@ def test_zero_fraction_counts_exact_zeros_among_all_entries() -> None:
     [pre] = _of(records, "param_grad", "pre_clip")
     assert pre["data"]["zero_fraction"] == 0.5
     assert math.isclose(pre["data"]["min"], float(np.float32(0.0)))
+
+
+# ---------------------------------------------------------------------- any gradients at all
+def _reference(g: np.ndarray) -> dict[str, Any]:
+    """The documented param_grad numbers, from float64 numpy over the finite entries."""
+    flat = g.reshape(-1)
+    finite = flat[np.isfinite(flat)].astype(np.float64)
+    out: dict[str, Any] = {
+        "nonfinite": int(flat.size - finite.size),
+        "zero_fraction": float(np.count_nonzero(flat == 0) / flat.size) if flat.size else None,
+        "numel": int(flat.size),
+    }
+    if finite.size:
+        out.update(
+            norm=float(np.sqrt(np.sum(finite**2))),
+            mean=float(finite.mean()),
+            std=float(finite.std()),
+            min=float(finite.min()),
+            max=float(finite.max()),
+            max_abs=float(np.abs(finite).max()),
+        )
+    else:
+        out.update(mean=None, std=None, min=None, max=None, max_abs=None)
+    return out
+
+
+def _as(dtype: type, value: float) -> float:
+    """``value`` rounded to ``dtype`` (3e38 becomes inf in float16, as a cast does)."""
+    with np.errstate(over="ignore"):
+        return float(np.asarray(value).astype(dtype))
+
+
+_ELEMENTS = st.one_of(
+    st.floats(-1e4, 1e4, width=32),
+    st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-40, 3e38, -3e38]),
+)
+_GRADIENT = st.sampled_from([np.float32, np.float64, np.float16]).flatmap(
+    lambda dtype: hnp.arrays(
+        dtype,
+        hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6),
+        elements=_ELEMENTS.map(lambda v: _as(dtype, v)),
+    )
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(grads=st.lists(_GRADIENT, min_size=1, max_size=9))
+def test_any_gradients_are_summarised_as_the_page_says(grads: list[np.ndarray]) -> None:
+    """param_grad statistics equal float64 numpy over the finite entries, for any gradients
+    (mixed dtypes, 0-d, empty, non-finite, huge), alone or batched with others."""
+    params = {f"m{i}.w": g for i, g in enumerate(grads)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _, records = _run({"update_ratio": False}, _params(params))
+    got = {r["data"]["param"]: r["data"] for r in _of(records, "param_grad", "pre_clip")}
+    for name, g in params.items():
+        for key, value in _reference(g).items():
+            if value is None or isinstance(value, int):
+                assert got[name][key] == value, (name, key)
+                continue
+            scale = _reference(g)["max_abs"] or 0.0
+            tolerance = 1e-6 * max(scale, 1e-30) if key in ("mean", "std") else 0.0
+            assert got[name][key] == pytest.approx(value, rel=1e-5, abs=tolerance), (name, key)
+    json.dumps(records, allow_nan=False)
