@@ -184,3 +184,18 @@ def test_nn_utils_on_edge_arguments_match_torch(name: str) -> None:
     expected = _plain(UTILS[name](torch))
     got = _plain(UTILS[name](hookgrad))
     np.testing.assert_equal(got, expected)
+
+
+@pytest.mark.parametrize("norm_type", [0.0, 0.5, 1.0, 2.0, 3.0, float("inf"), float("-inf"), -2.0])
+@pytest.mark.parametrize("value", [3e38, -2e20, 1e-30, 0.0], ids=str)
+def test_total_norm_of_one_entry_is_its_magnitude_as_in_torch(value: float, norm_type: float):
+    """torch's vector_norm of a one-entry tensor is |x| (no overflow or underflow of x**p):
+    a scalar parameter's huge gradient still clips to max_norm instead of to zero."""
+    expected = torch.nn.utils.get_total_norm([torch.tensor([value])], norm_type)
+    got = hookgrad.nn.utils.get_total_norm([hookgrad.tensor([value])], norm_type)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    p, q = hookgrad.nn.Parameter(hookgrad.ones(1)), torch.nn.Parameter(torch.ones(1))
+    p.grad, q.grad = hookgrad.tensor([value]), torch.tensor([value])
+    hookgrad.nn.utils.clip_grad_norm_([p], 1e-3, norm_type)
+    torch.nn.utils.clip_grad_norm_([q], 1e-3, norm_type)
+    np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())

@@ -7,12 +7,16 @@ written out here, never from hookgrad's own output.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from pydantic import ValidationError
 
 import hookgrad
@@ -471,3 +475,53 @@ def test_an_empty_parameter_is_clipped_as_nothing(mode: str, shape: tuple[int, .
     np.testing.assert_allclose(clipped, expected, rtol=1e-5)
     pres = [r["data"]["pre_norm"] for r in records if r["module_name"] != "empty"]
     assert pres == [pytest.approx(50.0)]
+
+
+# ---------------------------------------------------------------------- any gradients at all
+_VALUES = st.one_of(
+    st.floats(-1e3, 1e3, width=32),
+    st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-30, 3e38]),
+)
+_ARRAYS = st.lists(
+    hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=2, max_side=4), elements=_VALUES),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    grads=_ARRAYS,
+    mode=st.sampled_from(["norm", "value"]),
+    norm_type=st.sampled_from([2.0, 1.0, math.inf, 0.5, 3.0]),
+    limit=st.sampled_from([1e-3, 0.5, 1.0, 1e4]),
+)
+def test_any_gradients_are_clipped_as_torch_clips_them(
+    grads: list[np.ndarray], mode: str, norm_type: float, limit: float
+) -> None:
+    """norm and value modes 'give the same numbers as torch', for any gradients at all."""
+    torch = pytest.importorskip("torch")
+    named = {f"m{i}.weight": g for i, g in enumerate(grads)}
+    settings_ = {"mode": mode}
+    settings_ |= (
+        {"max_norm": limit, "norm_type": norm_type} if mode == "norm" else {"clip_value": limit}
+    )
+    params = _params(named)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        [record] = _step(settings_, params)
+        reference = _torch_grads(torch, named)
+        if mode == "norm":
+            torch.nn.utils.clip_grad_norm_(reference, limit, norm_type)
+        else:
+            torch.nn.utils.clip_grad_value_(reference, limit)
+    for (name, p), q in zip(params.items(), reference):
+        np.testing.assert_allclose(
+            p.grad.numpy(), q.grad.numpy(), rtol=2e-5, atol=1e-30, equal_nan=True, err_msg=name
+        )
+    # the record's 2-norm is the one torch computes (in float32): it may overflow to inf
+    pre = float(torch.nn.utils.get_total_norm([torch.tensor(g) for g in named.values()]))
+    if math.isfinite(pre):
+        assert record["data"]["pre_norm"] == pytest.approx(pre, rel=1e-5)
+    else:
+        assert record["data"]["pre_norm"] is None and record["data"]["nonfinite"] is True
