@@ -787,3 +787,66 @@ def test_a_node_post_hook_replacement_reaches_the_input(lib: Any) -> None:
     y.grad_fn.register_hook(lambda gi, go: (gi[0] * 10, None))
     y.sum().backward()
     np.testing.assert_array_equal(_np(x.grad), [30.0, 30.0])
+
+
+# ---------------------------------------------------------------------- hooks changed mid-run
+def _hooks_changed_mid_run(lib: Any, kind: str) -> list[str]:
+    """Two calls of a Linear (and one backward) while a hook adds or removes hooks."""
+    m = lib.nn.Linear(2, 2)
+    log: list[str] = []
+    handles: dict[str, Any] = {}
+
+    def note(text: str) -> Any:
+        def hook(*args: Any) -> None:
+            log.append(text)
+
+        return hook
+
+    if kind == "pre_hook_removes_forward_hook":
+        handles["f"] = m.register_forward_hook(note("forward"))
+        m.register_forward_pre_hook(lambda *a: handles["f"].remove())
+    elif kind == "forward_hook_adds_one":
+
+        def add(*args: Any) -> None:
+            log.append("first")
+            m.register_forward_hook(note("added"))
+
+        m.register_forward_hook(add)
+    elif kind == "forward_hook_removes_a_later_one":
+
+        def remove_second(*args: Any) -> None:
+            log.append("first")
+            handles["s"].remove()
+
+        m.register_forward_hook(remove_second)
+        handles["s"] = m.register_forward_hook(note("second"))
+    elif kind == "backward_pre_hook_removes_full_hook":
+        handles["b"] = m.register_full_backward_hook(note("full"))
+        m.register_full_backward_pre_hook(lambda *a: handles["b"].remove())
+    elif kind == "full_hook_removes_itself":
+
+        def once(*args: Any) -> None:
+            log.append("full")
+            handles["b"].remove()
+
+        handles["b"] = m.register_full_backward_hook(once)
+    x = lib.ones(1, 2, requires_grad=True)
+    out = m(m(x))
+    out.sum().backward()
+    return log
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("pre_hook_removes_forward_hook", []),
+        ("forward_hook_adds_one", ["first", "first", "added"]),
+        ("forward_hook_removes_a_later_one", ["first", "second", "first"]),
+        ("backward_pre_hook_removes_full_hook", ["full", "full"]),
+        ("full_hook_removes_itself", ["full", "full"]),
+    ],
+)
+def test_hooks_added_or_removed_mid_run(lib: Any, kind: str, expected: list[str]) -> None:
+    """Forward hook lists are read per call (a removal or addition counts from the next
+    hook/call); backward hooks are fixed when forward ran (B-19), whatever is removed later."""
+    assert _hooks_changed_mid_run(lib, kind) == expected
