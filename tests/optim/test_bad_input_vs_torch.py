@@ -199,3 +199,39 @@ def test_total_norm_of_one_entry_is_its_magnitude_as_in_torch(value: float, norm
     hookgrad.nn.utils.clip_grad_norm_([p], 1e-3, norm_type)
     torch.nn.utils.clip_grad_norm_([q], 1e-3, norm_type)
     np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
+def _resumed(lib: Any, how: str) -> list[float]:
+    """Two Adam steps, a checkpoint (state_dict or pickle) resumed, two more steps."""
+    p = lib.nn.Parameter(lib.tensor([1.0, -2.0]))
+    q = lib.nn.Parameter(lib.tensor([0.5]))
+
+    def make(a: Any, b: Any) -> Any:
+        groups = [{"params": [a]}, {"params": [b], "lr": 0.5}]
+        return lib.optim.Adam(groups, lr=0.1, amsgrad=True)
+
+    optimizer = make(p, q)
+    for i in range(2):
+        p.grad, q.grad = lib.tensor([1.0, float(i)]), lib.tensor([-1.0])
+        optimizer.step()
+    if how == "state_dict":
+        p, q = lib.nn.Parameter(p.detach().clone()), lib.nn.Parameter(q.detach().clone())
+        state = optimizer.state_dict()
+        optimizer = make(p, q)
+        optimizer.load_state_dict(state)
+    elif how == "pickle":
+        import pickle
+
+        optimizer = pickle.loads(pickle.dumps(optimizer))
+        (p,), (q,) = (g["params"] for g in optimizer.param_groups)
+    for _ in range(2):
+        p.grad, q.grad = lib.tensor([0.3, -1.0]), lib.tensor([2.0])
+        optimizer.step()
+    return [*p.detach().numpy().tolist(), *q.detach().numpy().tolist()]
+
+
+@pytest.mark.parametrize("how", ["state_dict", "pickle", "uninterrupted"])
+def test_a_resumed_optimizer_continues_torchs_trajectory(how: str) -> None:
+    """state_dict/load_state_dict (per-group options, amsgrad state) and pickling resume
+    exactly where torch's optimizer resumes."""
+    np.testing.assert_allclose(_resumed(hookgrad, how), _resumed(torch, how), rtol=1e-6)
