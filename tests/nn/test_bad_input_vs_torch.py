@@ -199,3 +199,101 @@ def test_softmax_of_a_row_with_plus_infinity_is_nan_as_in_torch() -> None:
     expected = torch.softmax(torch.tensor(x), dim=-1).numpy()
     got = hookgrad.softmax(hookgrad.tensor(x), dim=-1).numpy()
     np.testing.assert_array_equal(got, expected)
+
+
+# ---------------------------------------------------------------------- the Module API
+def _model(lib: Any) -> Any:
+    """A Sequential sharing one Linear twice, with a persistent and a non-persistent buffer."""
+    from collections import OrderedDict
+
+    lib.manual_seed(0)
+    shared = lib.nn.Linear(2, 2)
+    layers = [("a", shared), ("act", lib.nn.Tanh()), ("b", shared), ("ln", lib.nn.LayerNorm(2))]
+    model = lib.nn.Sequential(OrderedDict(layers))
+    model.register_buffer("count", lib.zeros(1, dtype=lib.int64))
+    model.register_buffer("tmp", lib.ones(1), persistent=False)
+    return model
+
+
+def _names(pairs: Any) -> list[str]:
+    return [name for name, _ in pairs]
+
+
+MODULE_API: dict[str, Callable[[Any, Any], Any]] = {
+    "named_modules": lambda lib, m: _names(m.named_modules()),
+    "named_modules_with_duplicates": lambda lib, m: _names(m.named_modules(remove_duplicate=False)),
+    "named_parameters_with_duplicates": lambda lib, m: _names(
+        m.named_parameters(remove_duplicate=False)
+    ),
+    "named_parameters_prefix_no_recurse": lambda lib, m: _names(
+        m.ln.named_parameters(prefix="x", recurse=False)
+    ),
+    "named_buffers": lambda lib, m: _names(m.named_buffers()),
+    "state_dict_keys_with_prefix": lambda lib, m: list(m.state_dict(prefix="p.")),
+    "half_keeps_integer_buffers": lambda lib, m: str(m.half().count.dtype).removeprefix("torch."),
+    "eval_and_train_return_self": lambda lib, m: (m.eval() is m, m.a.training, m.train() is m),
+    "train_with_a_string": lambda lib, m: m.train("yes"),
+    "parameter_deleted": lambda lib, m: (delattr(m.ln, "bias"), _names(m.ln.named_parameters())),
+    "parameter_set_to_none": lambda lib, m: (
+        setattr(m.ln, "bias", None),
+        _names(m.ln.named_parameters()),
+        "bias" in m.ln.state_dict(),
+    ),
+    "apply_order": lambda lib, m: (
+        lambda log: (m.apply(lambda x: log.append(type(x).__name__)), log)
+    )([]),
+    "sequential_pop": lambda lib, m: (type(m.pop(1)).__name__, _names(m.named_children())),
+    "sequential_delete_slice": lambda lib, m: (
+        m.__delitem__(slice(0, 2)),
+        _names(m.named_children()),
+    ),
+    "sequential_insert": lambda lib, m: (m.insert(1, lib.nn.ReLU()), _names(m.named_children())),
+    "sequential_slice_keeps_names": lambda lib, m: _names(m[1:3].named_children()),
+    "load_non_strict_reports_keys": lambda lib, m: (
+        lambda r: (sorted(r.missing_keys), sorted(r.unexpected_keys))
+    )(m.load_state_dict({"x": lib.ones(1)}, strict=False)),
+    "load_float_into_an_integer_buffer": lambda lib, m: (
+        m.load_state_dict({**m.state_dict(), "count": lib.ones(1) * 3.7}),
+        m.count.tolist(),
+        str(m.count.dtype).removeprefix("torch."),
+    ),
+    "load_with_assign": lambda lib, m: (
+        lambda t: (
+            m.load_state_dict({**m.state_dict(), "ln.weight": t}, assign=True),
+            m.ln.weight is t,
+            type(m.ln.weight).__name__,
+        )
+    )(lib.ones(2)),
+    "missing_submodule": lambda lib, m: m.get_submodule("ln.nope"),
+    "register_module_none": lambda lib, m: (
+        m.register_module("z", None),
+        _names(m.named_children()),
+    ),
+    "add_a_number_as_module": lambda lib, m: m.add_module("z", 3),
+    "buffer_named_like_a_parameter": lambda lib, m: m.ln.register_buffer("weight", lib.ones(2)),
+    "tensor_registered_as_parameter": lambda lib, m: m.ln.register_parameter("w2", lib.ones(2)),
+    "missing_attribute": lambda lib, m: m.nope,
+    "state_dict_detached_or_kept": lambda lib, m: (
+        [v.requires_grad for v in m.state_dict().values()],
+        [v.requires_grad for v in m.state_dict(keep_vars=True).values()],
+    ),
+    "zero_grad_sets_none": lambda lib, m: (
+        m(lib.ones(1, 2)).sum().backward(),
+        m.zero_grad(),
+        [p.grad for p in m.parameters()],
+    ),
+}
+
+
+def _outcome(lib: Any, action: Callable[[Any, Any], Any]) -> tuple[str, str]:
+    try:
+        return "ok", repr(action(lib, _model(lib))).replace("torch.", "hookgrad.")
+    except Exception as error:  # the class and text are what is compared
+        return type(error).__name__, str(error).replace("torch.", "hookgrad.")
+
+
+@pytest.mark.parametrize("name", list(MODULE_API))
+def test_module_api_on_odd_use_matches_torch(name: str) -> None:
+    """`Module` (parameters, buffers, children, state_dict, train/eval, zero_grad) and the
+    containers behave as torch's on shared layers, deletions, slices and misuse."""
+    assert _outcome(hookgrad, MODULE_API[name]) == _outcome(torch, MODULE_API[name])
