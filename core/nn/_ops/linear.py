@@ -92,7 +92,12 @@ def _input_error(x: np.ndarray, w: np.ndarray, has_bias: bool) -> RuntimeError:
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``; a feature-count mismatch names both matrix shapes."""
     x, w = input._data, weight._data
-    if x.ndim == 0 or w.ndim != 2 or x.shape[-1] != w.shape[1] or x.dtype != w.dtype:
+    if (
+        x.ndim == 0
+        or w.ndim != 2
+        or x.shape[-1] != w.shape[1]
+        or (x.dtype is not w.dtype and x.dtype != w.dtype)  # dtypes are shared: `is` is cheap
+    ):
         raise _input_error(x, w, bias is not None)
     x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
     out = x2 @ w.T
