@@ -29,6 +29,7 @@ _CANCELLATION: Final = 1e-2
 _FADED: Final = {
     np.dtype(t): float(np.finfo(t).tiny / np.finfo(t).eps) for t in (np.float32, np.float64)
 }
+_FADED_ANY: Final = max(_FADED.values())  # one float comparison in the common case
 _MAX_DEPTH: Final = 8
 _MAX_REPR: Final = 120
 
@@ -114,7 +115,9 @@ def array_stats(array: np.ndarray) -> TensorSummary:
     summary["zero_fraction"] = int(np.count_nonzero(x == 0)) / n
     ss = float(np.vdot(x, x))
     scale = 1.0
-    if not math.isfinite(ss) or (ss < _FADED.get(x.dtype, 0.0) and summary["zero_fraction"] != 1.0):
+    if not math.isfinite(ss) or (
+        ss < _FADED_ANY and ss < _FADED.get(x.dtype, 0.0) and summary["zero_fraction"] != 1.0
+    ):
         x, ss, scale = _finite_part(x, summary)
         if x.size == 0:
             return summary
