@@ -448,3 +448,32 @@ def test_every_command_has_help(tmp_path: Path, command: str) -> None:
     """'hookgrad COMMAND --help lists each command's options'."""
     result = _hookgrad(command, "--help", cwd=tmp_path)
     assert result.returncode == 0 and result.stdout.startswith(f"Usage: hookgrad {command}")
+
+
+# ---------------------------------------------------------------------- autograd.gradcheck
+def _f64(lib: Any, values: list[float], grad: bool = True) -> Any:
+    return lib.tensor(values, dtype=lib.float64, requires_grad=grad)
+
+
+def test_gradcheck_needs_an_input_that_requires_grad(lib: Any) -> None:
+    """torch's ValueError when no input requires grad (nothing would be checked)."""
+    with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
+        lib.autograd.gradcheck(lambda a: a * 2, (_f64(lib, [1.0], grad=False),))
+
+
+def test_gradcheck_of_a_non_differentiable_output_expects_a_zero_numerical_gradient(
+    lib: Any,
+) -> None:
+    """No output requires grad: the numerical gradient must be zero, else GradcheckError."""
+    x = _f64(lib, [1.0, 2.0])
+    with pytest.raises(RuntimeError, match="Numerical gradient for function expected to be zero"):
+        lib.autograd.gradcheck(lambda a: a.detach() * 2, (x,))
+    assert lib.autograd.gradcheck(lambda a: (a > 5).double(), (x,))
+    assert not lib.autograd.gradcheck(lambda a: a.detach() * 2, (x,), raise_exception=False)
+
+
+def test_gradcheck_checks_only_the_differentiable_outputs(lib: Any) -> None:
+    """A detached output beside a differentiable one is left out, as torch does."""
+    x = _f64(lib, [1.0, 2.0])
+    assert lib.autograd.gradcheck(lambda a: (a * 2, a.detach()), (x,))
+    assert lib.autograd.gradcheck(lambda a: (a.detach() + 1, a * 3), (x,))
