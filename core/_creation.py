@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ._dtype import device as _device
 from ._dtype import float32, int64, resolve_dtype
 from ._tensor import Tensor, _wrap
 
@@ -94,10 +95,17 @@ def _to_array(data: Any, dtype: Any, *, copy: bool) -> np.ndarray:
     return np.array(arr, copy=True) if copy else arr
 
 
+def _cpu_only(device: Any) -> None:
+    """torch's ``device=`` argument: hookgrad computes on the CPU only; another device raises."""
+    if device is not None:
+        _device(device)
+
+
 def tensor(
     data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """Copy ``data`` (nested lists, numbers, arrays) into a new leaf tensor."""
+    _cpu_only(device)
     out = _wrap(_to_array(data, dtype, copy=True))
     if requires_grad:
         out.requires_grad_(True)
@@ -106,6 +114,7 @@ def tensor(
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Like :func:`tensor`, but reuse a Tensor or array's memory when the dtype already fits."""
+    _cpu_only(device)
     if isinstance(data, Tensor) and (dtype is None or resolve_dtype(dtype) == data._data.dtype):
         return data
     return _wrap(_to_array(data, dtype, copy=False))
@@ -132,14 +141,17 @@ def _leaf(arr: np.ndarray, requires_grad: bool) -> Tensor:
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    _cpu_only(device)
     return _leaf(np.zeros(_shape(size), dtype=resolve_dtype(dtype) or float32), requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    _cpu_only(device)
     return _leaf(np.ones(_shape(size), dtype=resolve_dtype(dtype) or float32), requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    _cpu_only(device)
     return _leaf(np.empty(_shape(size), dtype=resolve_dtype(dtype) or float32), requires_grad)
 
 
@@ -151,6 +163,7 @@ def full(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
+    _cpu_only(device)
     target = resolve_dtype(dtype) or _infer_dtype(fill_value)
     return _leaf(np.full(_shape((size,)), fill_value, dtype=target), requires_grad)
 
@@ -162,6 +175,7 @@ def _like(t: Tensor, dtype: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
 def zeros_like(
     t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
+    _cpu_only(device)
     shape, dt = _like(t, dtype)
     return _leaf(np.zeros(shape, dtype=dt), requires_grad)
 
@@ -169,6 +183,7 @@ def zeros_like(
 def ones_like(
     t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
+    _cpu_only(device)
     shape, dt = _like(t, dtype)
     return _leaf(np.ones(shape, dtype=dt), requires_grad)
 
@@ -176,6 +191,7 @@ def ones_like(
 def empty_like(
     t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
+    _cpu_only(device)
     shape, dt = _like(t, dtype)
     return _leaf(np.empty(shape, dtype=dt), requires_grad)
 
@@ -188,6 +204,7 @@ def full_like(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
+    _cpu_only(device)
     shape, dt = _like(t, dtype)
     return _leaf(np.full(shape, fill_value, dtype=dt), requires_grad)
 
@@ -195,6 +212,7 @@ def full_like(
 def rand_like(
     t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
+    _cpu_only(device)
     shape, dt = _like(t, dtype)
     return _leaf(default_generator.numpy.random(shape).astype(dt), requires_grad)
 
@@ -202,6 +220,7 @@ def rand_like(
 def randn_like(
     t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
+    _cpu_only(device)
     shape, dt = _like(t, dtype)
     return _leaf(default_generator.numpy.standard_normal(shape).astype(dt), requires_grad)
 
@@ -215,6 +234,7 @@ def arange(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
+    _cpu_only(device)
     if end is None:
         start, end = 0, start
     values = np.arange(start, end, step)
@@ -231,6 +251,7 @@ def linspace(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
+    _cpu_only(device)
     return _leaf(
         np.linspace(start, end, steps).astype(resolve_dtype(dtype) or float32), requires_grad
     )
@@ -244,6 +265,7 @@ def eye(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
+    _cpu_only(device)
     return _leaf(np.eye(n, m, dtype=resolve_dtype(dtype) or float32), requires_grad)
 
 
@@ -259,6 +281,7 @@ def rand(
     requires_grad: bool = False,
 ) -> Tensor:
     """Uniform samples on [0, 1)."""
+    _cpu_only(device)
     arr = _generator(generator).random(_shape(size))
     return _leaf(arr.astype(resolve_dtype(dtype) or float32), requires_grad)
 
@@ -271,6 +294,7 @@ def randn(
     requires_grad: bool = False,
 ) -> Tensor:
     """Standard normal samples."""
+    _cpu_only(device)
     arr = _generator(generator).standard_normal(_shape(size))
     return _leaf(arr.astype(resolve_dtype(dtype) or float32), requires_grad)
 
@@ -285,6 +309,7 @@ def randint(
     device: Any = None,
 ) -> Tensor:
     """Integers uniform on [low, high); ``randint(high, size)`` starts at 0."""
+    _cpu_only(device)
     if size is None:
         low, high, size = 0, low, high
     arr = _generator(generator).integers(low, high, size=_shape((size,)))
@@ -294,6 +319,7 @@ def randint(
 def randperm(
     n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None
 ) -> Tensor:
+    _cpu_only(device)
     return _wrap(_generator(generator).permutation(n).astype(resolve_dtype(dtype) or int64))
 
 

@@ -22,6 +22,14 @@ __all__ = ["TENSOR_SUMMARY_SCHEMA", "TensorSummary", "array_stats", "tensor_stat
 # ``var`` from the sum of squares cancels when the mean dominates; recompute it from the
 # centred values when mean**2 > var / _CANCELLATION.
 _CANCELLATION: Final = 1e-2
+
+# A sum of squares below tiny / eps may hold squares that fell into the subnormal range and
+# lost their digits (float32 entries under about 1e-19, a vanishing gradient): it is
+# recomputed in float64, rescaled if needed, as an overflowing one is.
+_FADED: Final = {
+    np.dtype(t): float(np.finfo(t).tiny / np.finfo(t).eps) for t in (np.float32, np.float64)
+}
+_FADED_ANY: Final = max(_FADED.values())  # one float comparison in the common case
 _MAX_DEPTH: Final = 8
 _MAX_REPR: Final = 120
 
@@ -107,7 +115,9 @@ def array_stats(array: np.ndarray) -> TensorSummary:
     summary["zero_fraction"] = int(np.count_nonzero(x == 0)) / n
     ss = float(np.vdot(x, x))
     scale = 1.0
-    if not math.isfinite(ss):
+    if not math.isfinite(ss) or (
+        ss < _FADED_ANY and ss < _FADED.get(x.dtype, 0.0) and summary["zero_fraction"] != 1.0
+    ):
         x, ss, scale = _finite_part(x, summary)
         if x.size == 0:
             return summary
@@ -119,8 +129,8 @@ def _finite_part(x: np.ndarray, summary: TensorSummary) -> tuple[np.ndarray, flo
     """The finite entries of ``x`` in float64, over ``scale``, their sum of squares, ``scale``.
 
     Counts the non-finite entries into ``summary``. ``scale`` is 1 unless the squares overflow
-    even in float64; then it is the power of two at or just below the largest magnitude (exact
-    to undo).
+    or fade below float64's normal range; then it is the power of two at or just below the
+    largest magnitude (exact to undo).
     """
     finite = np.isfinite(x)
     kept = int(np.count_nonzero(finite))
@@ -132,7 +142,7 @@ def _finite_part(x: np.ndarray, summary: TensorSummary) -> tuple[np.ndarray, flo
         x = x[finite]
     x = x.astype(np.float64)  # finite float32 entries whose squares overflow float32
     ss = float(np.vdot(x, x))
-    if math.isfinite(ss):
+    if math.isfinite(ss) and (ss >= _FADED[x.dtype] or not x.any()):
         return x, ss, 1.0
     # 2**(e - 1) <= max |x| < 2**e; dividing by 2**(e - 1), not 2**e, keeps the scale finite
     # for entries at 2**1023 and above.

@@ -298,7 +298,7 @@ def _unit_norms(array: np.ndarray) -> np.ndarray:
     if array.ndim <= 1:
         flat = array.reshape(-1)
         return np.sqrt(np.dot(flat, flat))
-    rows = array.reshape(array.shape[0], -1)
+    rows = array.reshape(array.shape[0], math.prod(array.shape[1:]))  # -1 fails on 0 rows
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
     return norms.reshape(array.shape[0], *(1,) * (array.ndim - 1))
 

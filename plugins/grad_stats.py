@@ -34,7 +34,7 @@ from hookgrad.hookspecs import (
     hookimpl,
     stage,
 )
-from hookgrad.hookspecs._stats import _CANCELLATION, array_stats
+from hookgrad.hookspecs._stats import _CANCELLATION, _FADED, array_stats
 
 if TYPE_CHECKING:
     from hookgrad import Runtime
@@ -66,6 +66,9 @@ _MOVE_FEWEST: Final = 8
 
 _BATCH_ENTRIES: Final = 1 << 16
 """Most entries in one batch: 1 MiB of float64 rows, which the batch's passes find in cache."""
+
+_FADED_64: Final = _FADED[np.dtype(np.float64)]
+"""Below this a float64 sum of squares may have lost digits to underflow (array_stats redoes it)."""
 
 _REAL: Final = frozenset(np.dtype(code) for code in "?bhilqBHILQefd")
 """The dtypes a batch takes (native byte order): those float64 holds exactly, as array_stats
@@ -293,14 +296,14 @@ def _batch_summaries(arrays: Sequence[np.ndarray], bounds: list[int]) -> list[di
     """:func:`_grad_summary` of a batch from :func:`_plan`, with array_stats' formulas.
 
     An array whose sum of squares is not finite (NaN, ±Inf, squares overflowing float64) or
-    whose variance cancels goes to array_stats itself, which counts the non-finite entries,
-    rescales, or takes two passes.
+    fades below float64's normal range, or whose variance cancels, goes to array_stats
+    itself, which counts the non-finite entries, rescales, or takes two passes.
     """
     total, total_sq, lows, highs, zeros = _reductions(arrays, bounds)
     summaries = []
     for i, array in enumerate(arrays):
         n, squares = bounds[i + 1] - bounds[i], total_sq[i]
-        if math.isfinite(squares):
+        if math.isfinite(squares) and (squares >= _FADED_64 or zeros[i] == n):
             mean = total[i] / n
             var = squares / n - mean * mean
             if var >= mean * mean * _CANCELLATION:  # array_stats' test, so var >= 0

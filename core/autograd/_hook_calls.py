@@ -40,17 +40,31 @@ def check_same_type(hook_name: str, data: np.ndarray, like_dtype: np.dtype[Any])
 def _checked_replacement(
     hook: Callable[..., Any], value: Any, like: np.ndarray | None
 ) -> np.ndarray:
-    """Validate a tensor hook's return value as PyTorch does (type, then size) and return
-    its array."""
+    """Validate a tensor hook's return value as PyTorch does and return its array."""
+    if like is None:
+        return checked_hook_result(_hook_name(hook), value, None, None)
+    return checked_hook_result(_hook_name(hook), value, like.shape, like.dtype)
+
+
+def checked_hook_result(
+    name: str, value: Any, shape: tuple[int, ...] | None, dtype: np.dtype[Any] | None
+) -> np.ndarray:
+    """The array of a gradient a hook returned, checked as torch's engine checks it (T-8).
+
+    A non-tensor is a TypeError; a tensor of another dtype, then of another shape, than the
+    gradient it replaces (``shape``/``dtype``; None when that gradient was None) a
+    RuntimeError with torch's text. Module backward hooks are checked here too, under torch's
+    name ``'hook'``.
+    """
     if not isinstance(value, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(value).__name__}'")
     data = value._data
-    if like is not None and data.dtype != like.dtype:
-        check_same_type(_hook_name(hook), data, like.dtype)
-    if like is not None and data.shape != like.shape:
+    if dtype is not None:
+        check_same_type(name, data, dtype)
+    if shape is not None and data.shape != shape:
         raise RuntimeError(
-            f"hook {_hook_name(hook)!r} has changed the size of value "
-            f"(expected {list(like.shape)}, got {list(data.shape)})"
+            f"hook {name!r} has changed the size of value "
+            f"(expected {list(shape)}, got {list(data.shape)})"
         )
     return data
 
@@ -79,7 +93,7 @@ def run_pre_hooks(
         for hook in tuple(hooks.pre.values()):
             result = hook(tuple(_as_tensor(g) for g in grads))
             if result is not None:
-                grads = _replace_all(hook, result, grads, "grad_outputs")
+                grads = _replace_all(hook, result, grads)
     return grads
 
 
@@ -115,7 +129,7 @@ def run_post_hooks(
     for hook in tuple(hooks.post.values()):
         result = hook(tuple(_as_tensor(g) for g in current), grad_outputs)
         if result is not None:
-            current = _replace_all(hook, result, current, "grad_inputs")
+            current = _replace_all(hook, result, current)
     return tuple(current)
 
 
@@ -123,15 +137,17 @@ def _replace_all(
     hook: Callable[..., Any],
     result: Any,
     current: Sequence[np.ndarray | None],
-    what: str,
 ) -> list[np.ndarray | None]:
+    """A node hook's replacement of all its gradients, checked as torch checks it."""
     if len(result) != len(current):
         raise RuntimeError(
-            f"hook {_hook_name(hook)!r} returned an invalid number of {what}: "
-            f"got {len(result)}, but expected {len(current)}"
+            f"hook {_hook_name(hook)!r} has returned an incorrect number of values "
+            f"(got {len(result)}, but expected {len(current)})"
         )
     replaced: list[np.ndarray | None] = []
     for old, new in zip(current, result):
+        if new is not None and old is None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
         replaced.append(None if new is None else _checked_replacement(hook, new, old))
     return replaced
 

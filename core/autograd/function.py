@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .._grad_mode import _state as grad_state
+from .._ops._base import sum_to
 from .._tensor import Tensor, _TensorHooks, _wrap
 from .graph import Node
 
@@ -48,11 +49,21 @@ class FunctionCtx:
 class FunctionBackward(Node):
     """The graph node of one ``Function.apply`` call."""
 
-    __slots__ = ("_function", "_is_tensor", "_materialize", "_n_out", "_out_meta", "ctx")
+    __slots__ = (
+        "_function",
+        "_in_meta",
+        "_is_tensor",
+        "_materialize",
+        "_n_out",
+        "_out_meta",
+        "ctx",
+    )
 
     _function: type[Function]
     # Per apply() argument: whether it is a Tensor, i.e. has an edge and gets a gradient.
     _is_tensor: tuple[bool, ...]
+    # (shape, dtype) of each Tensor argument: what its gradient must fit (torch's metadata).
+    _in_meta: list[tuple[tuple[int, ...], np.dtype[Any]]]
     # Slots set per node from the ctx and the outputs, shadowing Node's class defaults.
     _materialize: bool
     _n_out: int
@@ -81,23 +92,48 @@ class FunctionBackward(Node):
                     f"function {type(self).__name__} returned an incorrect number of gradients "
                     f"(expected {n_inputs}, got {len(results)})"
                 )
+        tensor_results = [r for r, is_tensor in zip(results, self._is_tensor) if is_tensor]
         return tuple(
-            _grad_array(self, r) for r, is_tensor in zip(results, self._is_tensor) if is_tensor
+            _grad_array(self, i, r, meta)
+            for i, (r, meta) in enumerate(zip(tensor_results, self._in_meta))
         )
 
     def backward(self, grad: Any) -> tuple[np.ndarray | None, ...]:
         return self.backward_multi([grad])
 
 
-def _grad_array(node: Node, value: Any) -> np.ndarray | None:
+def _grad_array(
+    node: Node, index: int, value: Any, meta: tuple[tuple[int, ...], np.dtype[Any]]
+) -> np.ndarray | None:
+    """A gradient ``backward`` returned, checked against its input as torch's engine does.
+
+    A shape the input expands to is summed down to the input's shape; any other shape is a
+    RuntimeError, as is a value that is not a Tensor; another dtype is cast to the input's.
+    """
     if value is None:
         return None
     if not isinstance(value, Tensor):
-        raise TypeError(
-            f"function {type(node).__name__} returned a gradient of type {type(value).__name__}; "
-            "expected a Tensor or None"
+        raise RuntimeError(
+            f"function {type(node).__name__} returned a gradient of type "
+            f"{type(value).__name__}: expected Variable or None (got {type(value).__name__})"
         )
-    return value._data
+    data = value._data
+    shape, dtype = meta
+    if data.shape != shape:
+        if not _expands_to(shape, data.shape):
+            raise RuntimeError(
+                f"Function {type(node).__name__} returned an invalid gradient at index {index} "
+                f"- got {list(data.shape)} but expected shape compatible with {list(shape)}"
+            )
+        data = sum_to(data, shape)
+    return data if data.dtype == dtype else data.astype(dtype)
+
+
+def _expands_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether an array of ``shape`` broadcasts to exactly ``target``."""
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(shape[::-1], target[::-1]))
 
 
 _node_classes: dict[type, type[FunctionBackward]] = {}
@@ -150,6 +186,7 @@ class Function:
         node.ctx = ctx
         node._function = cls
         node._is_tensor = is_tensor
+        node._in_meta = [(a._data.shape, a._data.dtype) for a in args if isinstance(a, Tensor)]
         node._save(*(t for t in ctx.saved_tensors if t is not None))
         node._materialize = ctx.materialize_grads
         node._n_out = len(items)

@@ -69,15 +69,34 @@ def gradcheck(
     rtol: float = 1e-3,
     raise_exception: bool = True,
 ) -> bool:
-    """Compare backward's gradients with central differences for every float64 input that requires grad."""
+    """Compare backward's gradients with central differences for every float64 input that requires grad.
+
+    Only outputs that require grad are compared; when none does, the numerical gradients
+    must all be zero (torch's rule). No input requiring grad is a ValueError.
+    """
     args = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     checked = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a._requires_grad]
+    if not checked:
+        raise ValueError(
+            "gradcheck expects at least one input tensor to require gradient, "
+            "but none of them have requires_grad=True."
+        )
     for i in checked:
         if args[i]._data.dtype != np.float64:
             raise GradcheckError(
                 f"gradcheck needs float64 inputs; input {i} is {args[i]._data.dtype}"
             )
-    for k in range(len(_outputs(func, args))):
+    outputs = _outputs(func, args)
+    differentiable = [k for k, out in enumerate(outputs) if out._requires_grad]
+    if not differentiable:  # as torch: then every numerical gradient must be zero
+        for k in range(len(outputs)):
+            for i in checked:
+                if np.any(_numerical(func, args, i, k, eps) != 0):
+                    if not raise_exception:
+                        return False
+                    raise GradcheckError("Numerical gradient for function expected to be zero")
+        return True
+    for k in differentiable:  # outputs that need no gradient are left out, as in torch
         for i in checked:
             numerical = _numerical(func, args, i, k, eps)
             analytical = _analytical(func, args, i, k)

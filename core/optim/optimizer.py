@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 from .._grad_mode import _state as _grad_state
 from .._grad_mode import enable_grad
 from .._tensor import Tensor
+from ..nn.modules._registration import typename
 from ._hooks import Args as Args
 from ._hooks import GlobalOptimizerPostHook as GlobalOptimizerPostHook
 from ._hooks import GlobalOptimizerPreHook as GlobalOptimizerPreHook
@@ -63,12 +64,6 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-def _typename(obj: object) -> str:
-    cls = type(obj)
-    module = cls.__module__
-    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
-
-
 class Optimizer(OptimizerHooksMixin):
     """Base class for all optimizers.
 
@@ -85,7 +80,7 @@ class Optimizer(OptimizerHooksMixin):
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
-                f"dicts, but got {_typename(params)}"
+                f"dicts, but got {typename(params)}"
             )
         self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
@@ -124,7 +119,7 @@ class Optimizer(OptimizerHooksMixin):
             if not isinstance(param, Tensor):
                 raise TypeError(
                     "optimizer can only optimize Tensors, but one of the params is "
-                    + _typename(param)
+                    + typename(param)
                 )
             if not self.defaults.get("differentiable", None) and not (
                 param.is_leaf or param.retains_grad

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..._dtype import c_type_name, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 
 __all__ = ["ConstantPadNdBackward0", "ConvolutionBackward0", "conv2d", "pad", "pair"]
@@ -88,10 +89,14 @@ def _col2im(
     return grad[:, :, ph : ph + h, pw : pw + w]
 
 
-def _padding(padding: Any, kernel: tuple[int, int], dilation: tuple[int, int]) -> tuple[int, int]:
+def _padding(
+    padding: Any, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int]
+) -> tuple[int, int]:
     if padding == "valid":
         return (0, 0)
     if padding == "same":
+        if stride != (1, 1):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
         spans = [d * (k - 1) for k, d in zip(kernel, dilation)]
         if any(s % 2 for s in spans):
             raise NotImplementedError(
@@ -100,18 +105,34 @@ def _padding(padding: Any, kernel: tuple[int, int], dilation: tuple[int, int]) -
             )
         return (spans[0] // 2, spans[1] // 2)
     if isinstance(padding, str):
-        raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+        raise RuntimeError(f"Invalid padding string: {padding!r}")
     return pair(padding, "padding")
 
 
-def _check_conv(x: np.ndarray, w: np.ndarray, groups: int) -> None:
+def _check_conv(x: np.ndarray, w: np.ndarray, bias: Tensor | None, groups: int) -> None:
+    """torch's checks of a batched conv2d call: ranks, channels, dtypes."""
     if w.ndim != 4:
         raise RuntimeError(f"conv2d(): expected a 4-D weight, got {w.ndim}-D")
-    if x.ndim != 4 or x.shape[1] != w.shape[1] * groups or w.shape[0] % groups:
+    if x.ndim != 4:
+        raise RuntimeError(
+            "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+            f"{list(x.shape)}"
+        )
+    if x.shape[1] != w.shape[1] * groups or w.shape[0] % groups:
         raise RuntimeError(
             f"Given groups={groups}, weight of size {list(w.shape)}, expected input"
             f"{list(x.shape)} to have {w.shape[1] * groups} channels, but got "
-            f"{x.shape[1] if x.ndim > 1 else 0} channels instead"
+            f"{x.shape[1]} channels instead"
+        )
+    if x.dtype != w.dtype:  # torch's kernels word it differently with and without a bias
+        if bias is not None:
+            raise RuntimeError(
+                f"Input type ({c_type_name(x.dtype)}) and bias type "
+                f"({c_type_name(bias._data.dtype)}) should be the same"
+            )
+        raise RuntimeError(
+            f"expected scalar type {scalar_type_name(x.dtype)} but found "
+            f"{scalar_type_name(w.dtype)}"
         )
 
 
@@ -157,10 +178,10 @@ def conv2d(
         return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(
             0
         )
-    _check_conv(x, w, groups)
+    _check_conv(x, w, bias, groups)
     strides, dilations = pair(stride, "stride"), pair(dilation, "dilation")
     kernel = (w.shape[2], w.shape[3])
-    pads = _padding(padding, kernel, dilations)
+    pads = _padding(padding, kernel, strides, dilations)
     cols, out_hw = _im2col(x, kernel, pads, strides, dilations, groups)
     o = w.shape[0]
     out = w.reshape(groups, o // groups, -1) @ cols  # (N, G, O/G, L)

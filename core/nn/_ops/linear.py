@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..._dtype import c_type_name, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 
 __all__ = ["AddmmBackward0", "MmBackward0", "linear"]
@@ -59,13 +60,28 @@ class AddmmBackward0(_LinearBackward):
         return (gb, gx, gw)
 
 
-def _shape_error(x: np.ndarray, w: np.ndarray) -> RuntimeError:
-    """torch's message: the input folded to 2-D rows against ``W.T``."""
-    if x.ndim == 0 or w.ndim != 2:
+def _input_error(x: np.ndarray, w: np.ndarray, has_bias: bool) -> RuntimeError:
+    """torch's message for an input linear cannot take: rank, feature count or dtype."""
+    if x.ndim == 0 or w.ndim == 0:
+        return RuntimeError(
+            f"both arguments to linear need to be at least 1D, but they are {x.ndim}D and {w.ndim}D"
+        )
+    if x.dtype != w.dtype:  # torch's addmm (with bias) and mm kernels word it differently
+        if has_bias:
+            return RuntimeError(
+                "mat1 and mat2 must have the same dtype, but got "
+                f"{scalar_type_name(x.dtype)} and {scalar_type_name(w.dtype)}"
+            )
+        return RuntimeError(
+            "expected m1 and m2 to have the same dtype, but got: "
+            f"{c_type_name(x.dtype)} != {c_type_name(w.dtype)}"
+        )
+    if w.ndim != 2:
         return RuntimeError(
             f"linear(): expected an input of at least 1-D and a 2-D weight, got {x.ndim}-D "
             f"and {w.ndim}-D"
         )
+    # the input folded to 2-D rows against W.T
     rows = int(np.prod(x.shape[:-1]))
     return RuntimeError(
         f"mat1 and mat2 shapes cannot be multiplied ({rows}x{x.shape[-1]} and "
@@ -76,8 +92,13 @@ def _shape_error(x: np.ndarray, w: np.ndarray) -> RuntimeError:
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``; a feature-count mismatch names both matrix shapes."""
     x, w = input._data, weight._data
-    if x.ndim == 0 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
-        raise _shape_error(x, w)
+    if (
+        x.ndim == 0
+        or w.ndim != 2
+        or x.shape[-1] != w.shape[1]
+        or (x.dtype is not w.dtype and x.dtype != w.dtype)  # dtypes are shared: `is` is cheap
+    ):
+        raise _input_error(x, w, bias is not None)
     x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
     out = x2 @ w.T
     if bias is not None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
+from ..._ops.arith import broadcast_error
 
 __all__ = [
     "BinaryCrossEntropyWithLogitsBackward0",
@@ -109,7 +110,10 @@ def _difference(input: Tensor, target: Tensor) -> np.ndarray:
             UserWarning,
             stacklevel=3,
         )
-    diff = x - y
+    try:
+        diff = x - y
+    except ValueError:  # numpy's broadcasting error; torch's is a RuntimeError
+        raise broadcast_error(x, y) from None
     if diff.dtype != x.dtype and x.dtype.kind == "f":
         diff = diff.astype(x.dtype)
     return diff

@@ -21,7 +21,7 @@ import numpy as np
 from ..._grad_mode import _state as grad_state
 from ..._ops._base import edge
 from ..._tensor import Tensor, _wrap
-from ...autograd._hook_calls import check_same_type
+from ...autograd._hook_calls import checked_hook_result
 from ...autograd.graph import Node, next_sequence_nr
 from ...utils._warnings import warn_unless_ignored
 
@@ -69,21 +69,15 @@ class BackwardHookFunctionBackward(Node):
         return self._hook._on_input_grads(grads)  # type: ignore[arg-type]
 
 
-def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]], what: str) -> np.ndarray | None:
-    """Validate one replacement gradient the way torch's engine validates node outputs."""
+def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]]) -> np.ndarray | None:
+    """Validate one replacement gradient as torch does: a tensor of the same shape and dtype.
+
+    torch runs the module's hooks inside one tensor hook named ``hook``, so its errors name
+    that; hookgrad's say the same.
+    """
     if value is None:
         return None
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{what} must be a Tensor or None, got {type(value).__name__}")
-    shape, dtype = like
-    data = value._data
-    check_same_type("hook", data, dtype)  # torch's name for the module hooks' tensor hook
-    if data.shape != shape:
-        raise RuntimeError(
-            f"Function BackwardHookFunctionBackward returned an invalid gradient - got "
-            f"{list(data.shape)} but expected shape compatible with {list(shape)}"
-        )
-    return data
+    return checked_hook_result("hook", value, *like)
 
 
 def _packed(index: list[int], size: int, grads: Sequence[np.ndarray | None]) -> tuple[Any, ...]:
@@ -232,9 +226,7 @@ class BackwardHook:
             self._fire_without_input_grads(grad_outputs)
         if grad_outputs is packed:
             return grads
-        return tuple(
-            _array(grad_outputs[i], like, "grad_output") for i, like in zip(self.output_index, meta)
-        )
+        return tuple(_array(grad_outputs[i], like) for i, like in zip(self.output_index, meta))
 
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
         if self.warns:
@@ -270,8 +262,7 @@ class BackwardHook:
         if grad_inputs is packed:
             return grads
         return tuple(
-            _array(grad_inputs[i], (g.shape, g.dtype), "grad_input")
-            for i, g in zip(self.input_index, grads)
+            _array(grad_inputs[i], (g.shape, g.dtype)) for i, g in zip(self.input_index, grads)
         )
 
 

@@ -27,14 +27,23 @@ _TENSOR_TYPE_NAMES = {
 
 
 def typename(obj: Any) -> str:
-    """The type name torch's error messages show (``hookgrad.FloatTensor``, ``int``)."""
+    """The name torch's error messages give ``obj`` (``torch.typename``).
+
+    A tensor is named by its legacy type (``hookgrad.FloatTensor``); a class or function by
+    its own qualified name (``hookgrad.nn.modules.activation.ReLU``, ``len``); any other object
+    by its class (``int``).
+    """
     if isinstance(obj, Tensor):
         kind = str(obj._data.dtype)
         return "hookgrad." + _TENSOR_TYPE_NAMES.get(kind, f"{kind}Tensor")
-    cls = type(obj)
-    if cls.__module__ in ("builtins", "__builtin__"):
-        return cls.__qualname__
-    return f"{cls.__module__}.{cls.__qualname__}"
+    module = getattr(obj, "__module__", "") or ""
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if not isinstance(qualname, str):
+        cls = type(obj)
+        module, qualname = cls.__module__ or "", cls.__qualname__
+    if module in ("", "builtins"):
+        return qualname
+    return f"{module}.{qualname}"
 
 
 def check_name(module: Module, name: Any, kind: str, table: dict[str, Any]) -> None:

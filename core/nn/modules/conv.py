@@ -28,6 +28,16 @@ def _check_options(in_channels: int, out_channels: int, groups: int, padding_mod
         )
 
 
+def _check_padding_string(padding: str, stride: tuple[int, int]) -> None:
+    """torch's checks of ``padding="same"``/``"valid"`` at construction (ValueError)."""
+    if padding not in ("same", "valid"):
+        raise ValueError(
+            f"Invalid padding string {padding!r}, should be one of {{'same', 'valid'}}"
+        )
+    if padding == "same" and stride != (1, 1):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+
+
 class Conv2d(Module):
     """Apply ``out_channels`` filters of size ``kernel_size`` over ``(N, C, H, W)`` input."""
 
@@ -51,16 +61,20 @@ class Conv2d(Module):
         self.out_channels = out_channels
         self.kernel_size = pair(kernel_size, "kernel_size")
         self.stride = pair(stride, "stride")
-        self.padding = padding if isinstance(padding, str) else pair(padding, "padding")
+        if isinstance(padding, str):
+            _check_padding_string(padding, self.stride)
+        self.padding: str | tuple[int, int] = (
+            padding if isinstance(padding, str) else pair(padding, "padding")
+        )
         self.dilation = pair(dilation, "dilation")
         self.groups = groups
         self.padding_mode = padding_mode
         self.output_padding = (0, 0)
         self.transposed = False
         shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = Parameter(empty(shape, dtype=dtype))
+        self.weight = Parameter(empty(shape, dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype))
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -42,7 +42,8 @@ class Embedding(Module):
         self.sparse = sparse
         if _weight is None:
             self.weight = Parameter(
-                empty(num_embeddings, embedding_dim, dtype=dtype), requires_grad=not _freeze
+                empty(num_embeddings, embedding_dim, dtype=dtype, device=device),
+                requires_grad=not _freeze,
             )
             self.reset_parameters()
         else:

@@ -31,8 +31,14 @@ _TensorOrTensors: TypeAlias = Tensor | Iterable[Tensor]
 
 
 def _vector_norm(a: np.ndarray, p: float) -> Any:
-    """``torch.linalg.vector_norm(a, p)`` as a numpy scalar of ``a``'s dtype."""
+    """``torch.linalg.vector_norm(a, p)`` as a numpy scalar of ``a``'s dtype.
+
+    A one-entry tensor's norm is its magnitude for every p but 0, as torch computes it: no
+    power of the entry can overflow or underflow (a scalar parameter's huge gradient).
+    """
     flat = a.reshape(-1)
+    if flat.size == 1 and p != 0.0:
+        return np.abs(flat[0])
     if p == 2.0:
         return np.sqrt(np.dot(flat, flat))
     if math.isinf(p):
