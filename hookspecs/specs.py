@@ -217,6 +217,8 @@ def hookgrad_optimizer_step_pre(event: OptimizerStepPreEvent) -> Literal[False] 
     Return False to veto the step: the parameters, the optimizer state and the torch-style step
     hooks are left alone, later implementations are not called, and
     ``hookgrad_optimizer_step_post`` fires with ``skipped=True``. None lets the step go on.
+    numpy's bools count as bools (``return bool_array.all()`` works) and True goes on as None
+    does; any other return is the plugin's failure, handled by its ``on_error``.
     """
 
 

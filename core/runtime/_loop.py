@@ -32,6 +32,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeAlias
 
+import numpy as np
 import pluggy
 
 from ..engines import Engine, HandleGroup, engine_named
@@ -69,6 +70,17 @@ _Named: TypeAlias = list[tuple[str, Any, str, str]]
 _Owner: TypeAlias = tuple[str, str, str, dict[str, Any], str]
 # The (qualified name, parameter) pairs an optimizer event carries.
 _Pairs: TypeAlias = tuple[tuple[str, Any], ...]
+
+
+def _veto(result: Any, _: Any) -> bool:
+    """Whether a ``hookgrad_optimizer_step_pre`` return (not None) vetoes the step.
+
+    False vetoes, numpy's False too (what ``return np.isfinite(g).all()`` gives); True goes on
+    like None. Anything else is the plugin's failure, as a bad replacement is.
+    """
+    if isinstance(result, bool | np.bool_):
+        return not result
+    raise TypeError(f"hookgrad_optimizer_step_pre must return False (veto) or None, got {result!r}")
 
 
 class LoopHooks:
@@ -223,7 +235,7 @@ class LoopHooks:
                     "parameters": self._selected(named, listener, selected),
                 }
             )
-            if self._call(listener, event) is False:
+            if self._call(listener, event, _veto, None):
                 self._after_step(optimizer, vetoed_by=listener.name)
                 return False
         return True

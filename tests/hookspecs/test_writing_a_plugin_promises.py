@@ -520,23 +520,11 @@ def test_false_vetoes_and_none_lets_the_step_go_on() -> None:
     np.testing.assert_array_equal(_step_under(None), [0.0])
 
 
-@pytest.mark.xfail(
-    reason="core/runtime/_loop.py _gate tests `result is False`: numpy's False (what "
-    "`return np.isfinite(g).all()` gives) is ignored and the step is taken; the step gate "
-    "accepts numpy bools",
-    strict=True,
-)
 def test_numpy_false_vetoes_as_false_does() -> None:
     """A plugin returning numpy's False (np.isfinite(...).all()) vetoes like False."""
     np.testing.assert_array_equal(_step_under(np.False_), [1.0])
 
 
-@pytest.mark.xfail(
-    reason="core/runtime/_loop.py _gate ignores any return but `False`: 0 or 'no' "
-    "silently let the step go on instead of failing like torch's pre-hook returns and "
-    "hookgrad's own step gate (StepGateError)",
-    strict=True,
-)
 @pytest.mark.parametrize("verdict", [0, "no"], ids=["zero", "string"])
 def test_a_return_other_than_none_or_false_is_an_error_naming_the_plugin(verdict: object):
     """The spec allows False (veto) or None (go on); anything else is a misuse error."""
