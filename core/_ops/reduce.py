@@ -534,8 +534,13 @@ class LogSoftmaxBackward0(Node):
 
 
 def _shifted(d: np.ndarray, axis: int) -> np.ndarray:
+    """``d`` minus its max along ``axis``, as torch shifts: a row whose max is inf or nan
+    becomes nan (softmax and log_softmax of it are nan), without numpy's warning."""
     m = np.max(d, axis=axis, keepdims=True)
-    return d - np.where(np.isfinite(m), m, 0)
+    if np.isfinite(m).all():
+        return d - m
+    with np.errstate(invalid="ignore"):
+        return d - m
 
 
 def softmax(x: Tensor, dim: int) -> Tensor:

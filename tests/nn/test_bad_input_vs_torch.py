@@ -187,12 +187,7 @@ def test_an_unknown_gelu_approximation_names_the_options() -> None:
     assert texts[1].startswith(texts[0].rstrip("."))
 
 
-@pytest.mark.xfail(
-    reason="core/_ops/reduce.py _shifted shifts by 0 when the row max is not finite, so softmax "
-    "of [inf, 0] is [inf/inf, 1/inf] = [nan, 0]; torch shifts by the max: [nan, nan]",
-    strict=True,
-)
-@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_softmax_of_a_row_with_plus_infinity_is_nan_as_in_torch() -> None:
     """Softmax over [inf, 0]: torch's [nan, nan] (the normaliser is nan)."""
     x = np.array([[np.inf, 0.0]], np.float32)
