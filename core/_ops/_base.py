@@ -86,10 +86,16 @@ def as_array(value: Any, like: np.ndarray | None = None) -> np.ndarray:
 
 
 def not_a_tensor(op: str, name: str, value: Any, position: int | None = None) -> TypeError:
-    """torch's argument-parser error: ``op`` needs a Tensor for ``name``, got ``value``."""
+    """torch's argument-parser error: ``op`` needs a Tensor for ``name``, got ``value``.
+
+    A plain TypeError, as torch's, whose ``argument`` attribute names the argument, so that
+    :func:`public_op` leaves an error that already names it as it is.
+    """
     where = f" (position {position})" if position is not None else ""
     kind = type(value).__name__
-    return TypeError(f"{op}(): argument {name!r}{where} must be Tensor, not {kind}")
+    error = TypeError(f"{op}(): argument {name!r}{where} must be Tensor, not {kind}")
+    error.argument = name  # type: ignore[attr-defined]
+    return error
 
 
 def public_op(fn: _F) -> _F:
@@ -107,13 +113,18 @@ def public_op(fn: _F) -> _F:
     first = next(iter(signature.parameters))
     check = _first_argument_check(fn.__name__, first)
     params, args = _forwarding(signature)
-    namespace: dict[str, Any] = {"_fn": fn, "_check": check, **params[1]}
+    namespace: dict[str, Any] = {
+        "_fn": fn,
+        "_check": check,
+        **params[1],
+    }
     source = (
         f"def {fn.__name__}({params[0]}):\n"
         "    try:\n"
         f"        return _fn({args})\n"
-        "    except (AttributeError, TypeError, ValueError):\n"
-        f"        _check({first})\n"
+        "    except (AttributeError, TypeError, ValueError) as error:\n"
+        "        if not hasattr(error, 'argument'):  # else the op named the argument itself\n"
+        f"            _check({first})\n"
         "        raise\n"
     )
     exec(source, namespace)  # the source is made of fn's own parameter names

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
+from ..._ops._base import Node, Tensor, edge, needs_grad, not_a_tensor, record, wrap
 from ..._ops.inplace import bump
 
 __all__ = ["EmbeddingBackward0", "embedding"]
@@ -36,7 +36,9 @@ class EmbeddingBackward0(Node):
 
 
 def _indices(input: Tensor | Any, num_weights: int) -> np.ndarray:
-    idx = input._data if isinstance(input, Tensor) else np.asarray(input)
+    if not isinstance(input, Tensor):  # torch.embedding(weight, indices): indices come second
+        raise not_a_tensor("embedding", "indices", input, 2)
+    idx = input._data
     if idx.dtype.kind not in "iu":
         kind = "Float" if idx.dtype.kind == "f" else str(idx.dtype)
         raise RuntimeError(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..._ops import reduce as _reduce
-from ..._ops import unary as _unary
 from ..._tensor import Tensor
-from ..functional import _implicit_dim, leaky_relu
+from .. import functional as F
+from ..functional import _implicit_dim
 from .module import Module
 
 __all__ = ["GELU", "LeakyReLU", "LogSoftmax", "ReLU", "Sigmoid", "Softmax", "Tanh"]
@@ -21,7 +21,7 @@ class ReLU(Module):
     def forward(self, input: Tensor) -> Tensor:
         if self.inplace:
             return input.relu_()
-        return _unary.relu(input)
+        return F.relu(input)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
@@ -37,8 +37,8 @@ class LeakyReLU(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         if self.inplace:
-            return leaky_relu(input, self.negative_slope, inplace=True)
-        return _unary.leaky_relu(input, self.negative_slope)
+            return F.leaky_relu(input, self.negative_slope, inplace=True)
+        return F.leaky_relu(input, self.negative_slope)
 
     def extra_repr(self) -> str:
         inplace = ", inplace=True" if self.inplace else ""
@@ -49,14 +49,14 @@ class Tanh(Module):
     """Hyperbolic tangent elementwise."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return _unary.tanh(input)
+        return F.tanh(input)
 
 
 class Sigmoid(Module):
     """Logistic sigmoid elementwise."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return _unary.sigmoid(input)
+        return F.sigmoid(input)
 
 
 class GELU(Module):
@@ -67,7 +67,7 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, input: Tensor) -> Tensor:
-        return _unary.gelu(input, self.approximate)
+        return F.gelu(input, self.approximate)
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"

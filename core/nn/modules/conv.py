@@ -8,7 +8,8 @@ from typing import Any
 from ..._creation import empty
 from ..._tensor import Tensor
 from .. import init
-from .._ops.conv import conv2d, pair
+from .._ops.conv import pair
+from ..functional import conv2d
 from ..parameter import Parameter
 from .module import Module
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..._tensor import Tensor
-from .._ops.dropout import dropout
+from ..functional import dropout
 from .module import Module
 
 __all__ = ["Dropout"]

@@ -8,7 +8,7 @@ from typing import Any
 from ..._creation import empty
 from ..._tensor import Tensor
 from .. import init
-from .._ops.linear import linear
+from ..functional import linear
 from ..parameter import Parameter
 from .module import Module
 

@@ -7,7 +7,8 @@ from typing import Any
 from ..._creation import empty
 from ..._tensor import Tensor
 from .. import init
-from .._ops.normalization import as_normalized_shape, layer_norm
+from .._ops.normalization import as_normalized_shape
+from ..functional import layer_norm
 from ..parameter import Parameter
 from .module import Module
 

@@ -8,7 +8,8 @@ from ..._creation import empty
 from ..._ops.inplace import bump
 from ..._tensor import Tensor
 from .. import init
-from .._ops.sparse import _padding_index, embedding
+from .._ops.sparse import _padding_index
+from ..functional import embedding
 from ..parameter import Parameter
 from .module import Module
 
