@@ -477,3 +477,59 @@ def test_gradcheck_checks_only_the_differentiable_outputs(lib: Any) -> None:
     x = _f64(lib, [1.0, 2.0])
     assert lib.autograd.gradcheck(lambda a: (a * 2, a.detach()), (x,))
     assert lib.autograd.gradcheck(lambda a: (a.detach() + 1, a * 3), (x,))
+
+
+# ---------------------------------------------------------------------- autograd.grad / backward
+def test_grad_names_the_unused_input_as_torch() -> None:
+    """autograd.grad without allow_unused: torch 2.13's text naming the input's index."""
+    texts = []
+    for lib in (torch_or_skip(), hookgrad):
+        a, b = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError) as info:
+            lib.autograd.grad((a * 2).sum(), (a, b))
+        texts.append(str(info.value))
+    assert texts[1] == texts[0]
+    assert "index 1" in texts[1]
+
+
+@pytest.mark.parametrize("where", ["grad", "backward"])
+def test_empty_inputs_are_refused(lib: Any, where: str) -> None:
+    """An empty `inputs` list is torch's RuntimeError, not a silent no-op."""
+    a = lib.ones(2, requires_grad=True)
+    y = (a * 2).sum()
+    with pytest.raises(RuntimeError, match=rf"`inputs` argument to `{where}\(\)` cannot be empty"):
+        if where == "grad":
+            lib.autograd.grad(y, [])
+        else:
+            y.backward(inputs=[])
+    assert a.grad is None
+
+
+@pytest.mark.parametrize("where", ["grad", "backward"])
+def test_a_seed_of_the_wrong_shape_is_torchs_mismatch_error(lib: Any, where: str) -> None:
+    """'Mismatch in shape: grad_output[0] has a shape of ...Size([3]) and output[0] ...'."""
+    a = lib.ones(2, requires_grad=True)
+    pattern = r"grad_output\[0\] has a shape of (torch|hookgrad)\.Size\(\[3\]\) and output\[0\]"
+    with pytest.raises(RuntimeError, match=pattern):
+        if where == "grad":
+            lib.autograd.grad(a * 2, a, lib.ones(3))
+        else:
+            (a * 2).backward(lib.ones(3))
+
+
+@pytest.mark.parametrize("where", ["grad", "backward"])
+def test_a_later_seed_of_the_wrong_shape_names_its_own_index(where: str) -> None:
+    """The mismatch names the seed at fault (torch's own index lookup compares tensors
+    elementwise and fails with a broadcast error instead, so torch is no oracle here)."""
+    a = hookgrad.ones(2, requires_grad=True)
+    outputs, seeds = (a * 2, a * 3), (hookgrad.ones(2), hookgrad.ones(3))
+    with pytest.raises(RuntimeError, match=r"grad_output\[1\] has a shape of hookgrad\.Size"):
+        if where == "grad":
+            hookgrad.autograd.grad(outputs, a, seeds)
+        else:
+            hookgrad.autograd.backward(outputs, seeds)
+
+
+def torch_or_skip() -> Any:
+    """torch 2.13, for a test that compares texts directly."""
+    return pytest.importorskip("torch")
