@@ -533,3 +533,64 @@ def test_a_later_seed_of_the_wrong_shape_names_its_own_index(where: str) -> None
 def torch_or_skip() -> Any:
     """torch 2.13, for a test that compares texts directly."""
     return pytest.importorskip("torch")
+
+
+# ---------------------------------------------------------------------- creation on bad input
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda lib: lib.tensor([1], dtype=float), "float64"),
+        (lambda lib: lib.zeros(2, dtype=float), "float64"),
+        (lambda lib: lib.ones(1).to(float), "float64"),
+        (lambda lib: lib.nn.Linear(1, 1).to(float).weight, "float64"),
+        (lambda lib: lib.tensor([1.5], dtype=int), "int64"),
+        (lambda lib: lib.tensor([1], dtype=bool), "bool"),
+    ],
+)
+def test_python_types_as_dtypes_mean_what_they_mean_in_torch(lib: Any, make: Any, expected: str):
+    """`dtype=float` is float64 in torch (a Python float is a double); int int64; bool bool."""
+    assert str(make(lib).dtype).removeprefix("torch.") == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "text"),
+    [
+        (None, RuntimeError, "Could not infer dtype of NoneType"),
+        ([1.0, None], RuntimeError, "Could not infer dtype of NoneType"),
+        ({1: 2}, RuntimeError, "Could not infer dtype of dict"),
+        ([2**63], ValueError, "Overflow when unpacking long long"),
+        ([-(2**64)], ValueError, "Overflow when unpacking long long"),
+        ("text", TypeError, "new(): invalid data type 'str'"),
+        ([1.0, "x"], TypeError, "new(): invalid data type 'str'"),
+    ],
+    ids=["none", "none_inside", "dict", "int_past_int64", "int_below_int64", "str", "str_inside"],
+)
+def test_data_torch_cannot_hold_is_refused(lib: Any, data: Any, error: type, text: str) -> None:
+    """`tensor()` refuses what torch refuses (no object, string or wrapped-around int64 tensor)."""
+    with pytest.raises(error, match=re.escape(text)):
+        lib.tensor(data)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "text"),
+    [
+        (lambda lib: lib.empty(-1), RuntimeError, "negative dimension -1: [-1]"),
+        (lambda lib: lib.ones(2, -3), RuntimeError, "negative dimension -3: [2, -3]"),
+        (lambda lib: lib.zeros(2.0), TypeError, "(position 1) must be tuple of ints, not float"),
+        (lambda lib: lib.arange(0, 5, 0), RuntimeError, "step must be nonzero"),
+        (lambda lib: int(lib.tensor([1, 2])), ValueError, "only one element tensors can be"),
+        (lambda lib: float(lib.tensor([1.0, 2.0])), ValueError, "only one element tensors can be"),
+    ],
+    ids=[
+        "negative_size",
+        "negative_size_later",
+        "float_size",
+        "zero_step",
+        "int_of_2",
+        "float_of_2",
+    ],
+)
+def test_bad_sizes_and_conversions_fail_as_in_torch(lib: Any, call: Any, error: type, text: str):
+    """Negative or float sizes, a zero arange step and int()/float() of several entries."""
+    with pytest.raises(error, match=re.escape(text)):
+        call(lib)
