@@ -125,6 +125,18 @@ EDGES: dict[str, tuple[Callable[[Any], Any], tuple[Any, ...]]] = {
         (X[:, :, 0], np.array([0, 2])),
     ),
     "nll_unbatched": (lambda lib: lib.nn.NLLLoss(), (X[0, :, 0], np.array(2))),
+    "cross_entropy_every_target_ignored": (
+        lambda lib: lib.nn.CrossEntropyLoss(),
+        (X[:, :, 0], np.array([-100, -100])),
+    ),
+    "nll_every_target_ignored_weighted": (
+        lambda lib: lib.nn.NLLLoss(weight=lib.tensor([1.0, 0.5, 2.0]), ignore_index=1),
+        (X[:, :, 0], np.array([1, 1])),
+    ),
+    "cross_entropy_smoothing_every_target_ignored": (
+        lambda lib: lib.nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=0),
+        (X[:, :, 0], np.array([0, 0])),
+    ),
     "bce_extreme_logits": (
         lambda lib: lib.nn.BCEWithLogitsLoss(reduction="none", pos_weight=lib.tensor([2.0])),
         (np.array([100.0, -100.0, 0.0], np.float32), np.array([0.0, 1.0, 0.5], np.float32)),
