@@ -613,7 +613,7 @@ def test_report_skips_json_objects_that_are_not_records(tmp_path: Path) -> None:
 
 
 @pytest.mark.xfail(
-    reason="core/cli.py report reads the log as UTF-8 text: a line of other bytes raises "
+    reason="core/_report.py reads the log as UTF-8 text: a line of other bytes raises "
     "UnicodeDecodeError with a traceback instead of being skipped with a warning naming it",
     strict=True,
 )
