@@ -123,7 +123,10 @@ class GradStats:
     # ------------------------------------------------------------------ lifecycle
     @hookimpl
     def hookgrad_configure(self, runtime: Runtime) -> None:
+        # A new run, also for an instance registered again: its records and table are its own.
         self._runtime = runtime
+        self.records = []
+        self._before, self._pre_clip = {}, {}
 
     @hookimpl
     def hookgrad_unconfigure(self) -> None:

@@ -495,3 +495,19 @@ def test_the_table_reads_the_json_spellings_of_non_finite_numbers() -> None:
     bare = json.loads(json.dumps(spelled).replace('"Infinity"', "Infinity").replace('"NaN"', "NaN"))
     assert per_layer_table(spelled) == per_layer_table(bare)
     assert _row(per_layer_table(spelled), "fc")[:4] == ["2", "3", "inf", "inf"]
+
+
+def test_a_reused_instance_keeps_the_records_of_its_current_run_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """'plugin.records keeps every record of the run': an instance registered in a second
+    runtime starts a new run, and its table at the end shows that run alone."""
+    plugin = GradStats(GradStats.Config(per_parameter=False))
+    for g in ([3.0, 4.0], [30.0, 40.0]):
+        params = _params({"w.weight": np.array(g, np.float32)})
+        optimizer = hookgrad.optim.SGD(list(params.items()), lr=0.0)
+        with capture_events(("grad_stats", plugin)):
+            optimizer.step()
+    assert len(plugin.records) == 2  # one module_grad pre_clip and one post_clip
+    last_table = capsys.readouterr().out.strip().split("\n\n")[-1].splitlines()[-2:]
+    assert _row("\n".join(last_table), "w")[:5] == ["1", "50", "50", "50", "50"]
