@@ -399,7 +399,8 @@ def _aggregate(summaries: Sequence[Mapping[str, Any]]) -> _Data:
     generators' setup was most of the cost.
     """
     numel = zeros = nonfinite = 0
-    norms: list[float | None] = []
+    norms: list[float] = []
+    overflowed = False  # a norm past the largest float is None; so is the layer's
     max_abs: float | None = None
     for s in summaries:
         n = s["numel"]
@@ -407,12 +408,16 @@ def _aggregate(summaries: Sequence[Mapping[str, Any]]) -> _Data:
             numel += n
             zeros += round(s["zero_fraction"] * n)
         nonfinite += s["nonfinite"]
-        norms.append(s["norm"])
+        norm = s["norm"]
+        if norm is None:
+            overflowed = True
+        else:
+            norms.append(norm)
         m = s["max_abs"]
         if m is not None and (max_abs is None or m > max_abs):
             max_abs = m
     return {
-        "norm": None if None in norms else _finite_or_none(math.hypot(*norms)),
+        "norm": None if overflowed else _finite_or_none(math.hypot(*norms)),
         "max_abs": max_abs,
         "nonfinite": nonfinite,
         "zero_fraction": zeros / numel if numel else None,
