@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -65,13 +66,41 @@ def manual_seed(seed: int) -> Generator:
     return default_generator.manual_seed(int(seed))
 
 
-def _infer_dtype(data: Any) -> np.dtype[Any]:
-    arr = np.asarray(data)
-    if arr.dtype.kind == "f":
+def _infer_dtype(arr: np.ndarray, source: Any) -> np.dtype[Any]:
+    """torch's dtype for Python data: float32, int64, bool (complex kept); refuse the rest.
+
+    ``arr`` is ``np.asarray(source)``. numpy falls back to uint64 or object arrays for
+    integers past int64, to object arrays for None or other objects, and to string arrays
+    for text; torch refuses all of them.
+    """
+    kind = arr.dtype.kind
+    if kind == "f":
         return float32
-    if arr.dtype.kind in "iu":
+    if kind == "i":
         return int64
-    return arr.dtype
+    if kind in "bc":
+        return arr.dtype
+    if kind in "US":
+        raise TypeError("new(): invalid data type 'str'")
+    odd = _first_non_number(source)
+    if kind == "u" or odd is _NUMBERS_ONLY:  # integers out of int64's range
+        raise ValueError("Overflow when unpacking long long")
+    raise RuntimeError(f"Could not infer dtype of {type(odd).__name__}")
+
+
+_NUMBERS_ONLY: Any = object()
+"""What :func:`_first_non_number` returns when every leaf is a number."""
+
+
+def _first_non_number(data: Any) -> Any:
+    """The first leaf of nested lists/tuples that is not a number, else ``_NUMBERS_ONLY``."""
+    if isinstance(data, (list, tuple)):
+        for item in data:
+            odd = _first_non_number(item)
+            if odd is not _NUMBERS_ONLY:
+                return odd
+        return _NUMBERS_ONLY
+    return _NUMBERS_ONLY if isinstance(data, (int, float, complex, np.number, np.bool_)) else data
 
 
 def _to_array(data: Any, dtype: Any, *, copy: bool) -> np.ndarray:
@@ -89,7 +118,7 @@ def _to_array(data: Any, dtype: Any, *, copy: bool) -> np.ndarray:
     else:
         arr = np.asarray(data)
         if target is None:
-            target = _infer_dtype(arr)
+            target = _infer_dtype(arr, data)
     if target is not None and arr.dtype != target:
         return arr.astype(target)
     return np.array(arr, copy=True) if copy else arr
@@ -127,10 +156,23 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return _wrap(array)
 
 
-def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
+def _shape(size: tuple[Any, ...], caller: str) -> tuple[int, ...]:
+    """A size given as ints or one sequence of ints, checked as torch checks it."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    return tuple(int(s) for s in size)
+    dims = []
+    for s in size:
+        try:
+            dims.append(operator.index(s))
+        except TypeError:
+            raise TypeError(
+                f"{caller}(): argument 'size' (position 1) must be tuple of ints, not "
+                f"{type(s).__name__}"
+            ) from None
+    negative = [d for d in dims if d < 0]
+    if negative:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {dims}")
+    return tuple(dims)
 
 
 def _leaf(arr: np.ndarray, requires_grad: bool) -> Tensor:
@@ -142,17 +184,23 @@ def _leaf(arr: np.ndarray, requires_grad: bool) -> Tensor:
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     _cpu_only(device)
-    return _leaf(np.zeros(_shape(size), dtype=resolve_dtype(dtype) or float32), requires_grad)
+    return _leaf(
+        np.zeros(_shape(size, "zeros"), dtype=resolve_dtype(dtype) or float32), requires_grad
+    )
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     _cpu_only(device)
-    return _leaf(np.ones(_shape(size), dtype=resolve_dtype(dtype) or float32), requires_grad)
+    return _leaf(
+        np.ones(_shape(size, "ones"), dtype=resolve_dtype(dtype) or float32), requires_grad
+    )
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     _cpu_only(device)
-    return _leaf(np.empty(_shape(size), dtype=resolve_dtype(dtype) or float32), requires_grad)
+    return _leaf(
+        np.empty(_shape(size, "empty"), dtype=resolve_dtype(dtype) or float32), requires_grad
+    )
 
 
 def full(
@@ -164,8 +212,8 @@ def full(
     requires_grad: bool = False,
 ) -> Tensor:
     _cpu_only(device)
-    target = resolve_dtype(dtype) or _infer_dtype(fill_value)
-    return _leaf(np.full(_shape((size,)), fill_value, dtype=target), requires_grad)
+    target = resolve_dtype(dtype) or _infer_dtype(np.asarray(fill_value), fill_value)
+    return _leaf(np.full(_shape((size,), "full"), fill_value, dtype=target), requires_grad)
 
 
 def _like(t: Tensor, dtype: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
@@ -237,8 +285,10 @@ def arange(
     _cpu_only(device)
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
     values = np.arange(start, end, step)
-    target = resolve_dtype(dtype) or _infer_dtype(values)
+    target = resolve_dtype(dtype) or _infer_dtype(values, values)
     return _leaf(values.astype(target), requires_grad)
 
 
@@ -282,7 +332,7 @@ def rand(
 ) -> Tensor:
     """Uniform samples on [0, 1)."""
     _cpu_only(device)
-    arr = _generator(generator).random(_shape(size))
+    arr = _generator(generator).random(_shape(size, "rand"))
     return _leaf(arr.astype(resolve_dtype(dtype) or float32), requires_grad)
 
 
@@ -295,7 +345,7 @@ def randn(
 ) -> Tensor:
     """Standard normal samples."""
     _cpu_only(device)
-    arr = _generator(generator).standard_normal(_shape(size))
+    arr = _generator(generator).standard_normal(_shape(size, "randn"))
     return _leaf(arr.astype(resolve_dtype(dtype) or float32), requires_grad)
 
 
@@ -312,7 +362,7 @@ def randint(
     _cpu_only(device)
     if size is None:
         low, high, size = 0, low, high
-    arr = _generator(generator).integers(low, high, size=_shape((size,)))
+    arr = _generator(generator).integers(low, high, size=_shape((size,), "randint"))
     return _wrap(arr.astype(resolve_dtype(dtype) or int64))
 
 

@@ -68,8 +68,8 @@ def resolve_dtype(dtype: Any) -> np.dtype[Any] | None:
     """Accept hookgrad/numpy dtypes, Python types and names ('float32'); None stays None."""
     if dtype is None:
         return None
-    if dtype is float:
-        return float32
+    if dtype is float:  # a Python float is a double: torch maps it to float64
+        return float64
     if dtype is int:
         return int64
     if dtype is bool:

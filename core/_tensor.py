@@ -311,10 +311,16 @@ class Tensor:
         return self._data.tolist()
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
+
+    def _scalar(self) -> Any:
+        """The one entry, for ``float()`` and ``int()`` (torch's ValueError for several)."""
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self._data.reshape(()).item()
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:

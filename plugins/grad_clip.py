@@ -145,6 +145,7 @@ class GradClip:
     @hookimpl
     def hookgrad_configure(self, runtime: hookgrad.Runtime) -> None:
         self.runtime = runtime
+        self._history.clear()  # autoclip's norms belong to one run, even for a reused instance
 
     @hookimpl(trylast=True)
     @stage(Stage.CLIP)

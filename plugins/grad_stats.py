@@ -124,7 +124,10 @@ class GradStats:
     # ------------------------------------------------------------------ lifecycle
     @hookimpl
     def hookgrad_configure(self, runtime: Runtime) -> None:
+        # A new run, also for an instance registered again: its records and table are its own.
         self._runtime = runtime
+        self.records = []
+        self._before, self._pre_clip = {}, {}
 
     @hookimpl
     def hookgrad_unconfigure(self) -> None:
@@ -258,7 +261,7 @@ def _grad_summary(grad: np.ndarray) -> dict[str, Any]:
     stats = array_stats(grad)
     lo, hi = stats["min"], stats["max"]
     return {
-        "norm": stats["norm"],
+        "norm": _finite_or_none(stats["norm"]),
         "mean": stats["mean"],
         "std": stats["std"],
         "max_abs": None if lo is None or hi is None else max(abs(lo), abs(hi)),
@@ -268,6 +271,11 @@ def _grad_summary(grad: np.ndarray) -> dict[str, Any]:
         "nonfinite": stats["nonfinite"],
         "numel": int(grad.size),
     }
+
+
+def _finite_or_none(value: float) -> float | None:
+    """``value`` for a record: None when it is not finite (records are plain JSON)."""
+    return value if math.isfinite(value) else None
 
 
 def _summaries_reusing(grads: _Grads, known: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -393,6 +401,7 @@ def _aggregate(summaries: Sequence[Mapping[str, Any]]) -> _Data:
     """
     numel = zeros = nonfinite = 0
     norms: list[float] = []
+    overflowed = False  # a norm past the largest float is None; so is the layer's
     max_abs: float | None = None
     for s in summaries:
         n = s["numel"]
@@ -400,12 +409,16 @@ def _aggregate(summaries: Sequence[Mapping[str, Any]]) -> _Data:
             numel += n
             zeros += round(s["zero_fraction"] * n)
         nonfinite += s["nonfinite"]
-        norms.append(s["norm"])
+        norm = s["norm"]
+        if norm is None:
+            overflowed = True
+        else:
+            norms.append(norm)
         m = s["max_abs"]
         if m is not None and (max_abs is None or m > max_abs):
             max_abs = m
     return {
-        "norm": math.hypot(*norms),
+        "norm": None if overflowed else _finite_or_none(math.hypot(*norms)),
         "max_abs": max_abs,
         "nonfinite": nonfinite,
         "zero_fraction": zeros / numel if numel else None,
@@ -536,10 +549,12 @@ class _Layer:
         # A step vetoed before the STATS stage has only a (skipped) post_clip record: counting
         # each step's earliest record sees its gradients either way, once.
         self.first.setdefault(step, data)
+        norm = data.get("norm")
         if data.get("stage") == "pre_clip":
-            self.pre_norms.append(data["norm"])
+            if norm is not None:  # null: the norm overflowed, there is no number to show
+                self.pre_norms.append(norm)
         elif not data.get("skipped"):
-            self.post_norm = data["norm"]
+            self.post_norm = norm
             if data.get("update_ratio") is not None:
                 self.ratios.append(data["update_ratio"])
 
@@ -569,9 +584,14 @@ def per_layer_table(records: Iterable[Mapping[str, Any]]) -> str:
     """
     layers: dict[str, _Layer] = {}
     for record in records:
-        if record.get("plugin") == NAME and record.get("kind") == "module_grad":
-            layer = layers.setdefault(record.get("module_name") or "", _Layer())
-            layer.add(record["step"], record["data"])
+        if record.get("plugin") != NAME or record.get("kind") != "module_grad":
+            continue
+        step, data, module = record.get("step"), record.get("data"), record.get("module_name")
+        if type(step) is not int or not isinstance(data, Mapping):
+            continue  # a malformed line read back from a file: nothing to count
+        if module is not None and not isinstance(module, str):
+            continue
+        layers.setdefault(module or "", _Layer()).add(step, _numbers(data))
     if not layers:
         return f"{NAME}: no module_grad records"
     rows = [_HEADER, *(layer.row(name) for name, layer in layers.items())]
@@ -583,6 +603,20 @@ def per_layer_table(records: Iterable[Mapping[str, Any]]) -> str:
         ).rstrip()
         for row in rows
     )
+
+
+_JSON_NON_FINITE: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""How logs spell non-finite numbers as JSON strings (readers also get bare NaN tokens)."""
+
+
+def _numbers(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``data`` with the JSON-string spellings of non-finite numbers read back as floats."""
+    if not any(type(v) is str and v in _JSON_NON_FINITE for v in data.values()):
+        return data
+    return {
+        k: _JSON_NON_FINITE[v] if type(v) is str and v in _JSON_NON_FINITE else v
+        for k, v in data.items()
+    }
 
 
 def _cell(value: float | None) -> str:

@@ -6,6 +6,7 @@ what hookgrad deliberately does differently ("What differs") is checked on hookg
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -477,3 +478,150 @@ def test_gradcheck_checks_only_the_differentiable_outputs(lib: Any) -> None:
     x = _f64(lib, [1.0, 2.0])
     assert lib.autograd.gradcheck(lambda a: (a * 2, a.detach()), (x,))
     assert lib.autograd.gradcheck(lambda a: (a.detach() + 1, a * 3), (x,))
+
+
+# ---------------------------------------------------------------------- autograd.grad / backward
+def test_grad_names_the_unused_input_as_torch() -> None:
+    """autograd.grad without allow_unused: torch 2.13's text naming the input's index."""
+    texts = []
+    for lib in (torch_or_skip(), hookgrad):
+        a, b = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError) as info:
+            lib.autograd.grad((a * 2).sum(), (a, b))
+        texts.append(str(info.value))
+    assert texts[1] == texts[0]
+    assert "index 1" in texts[1]
+
+
+@pytest.mark.parametrize("where", ["grad", "backward"])
+def test_empty_inputs_are_refused(lib: Any, where: str) -> None:
+    """An empty `inputs` list is torch's RuntimeError, not a silent no-op."""
+    a = lib.ones(2, requires_grad=True)
+    y = (a * 2).sum()
+    with pytest.raises(RuntimeError, match=rf"`inputs` argument to `{where}\(\)` cannot be empty"):
+        if where == "grad":
+            lib.autograd.grad(y, [])
+        else:
+            y.backward(inputs=[])
+    assert a.grad is None
+
+
+@pytest.mark.parametrize("where", ["grad", "backward"])
+def test_a_seed_of_the_wrong_shape_is_torchs_mismatch_error(lib: Any, where: str) -> None:
+    """'Mismatch in shape: grad_output[0] has a shape of ...Size([3]) and output[0] ...'."""
+    a = lib.ones(2, requires_grad=True)
+    pattern = r"grad_output\[0\] has a shape of (torch|hookgrad)\.Size\(\[3\]\) and output\[0\]"
+    with pytest.raises(RuntimeError, match=pattern):
+        if where == "grad":
+            lib.autograd.grad(a * 2, a, lib.ones(3))
+        else:
+            (a * 2).backward(lib.ones(3))
+
+
+@pytest.mark.parametrize("where", ["grad", "backward"])
+def test_a_later_seed_of_the_wrong_shape_names_its_own_index(where: str) -> None:
+    """The mismatch names the seed at fault (torch's own index lookup compares tensors
+    elementwise and fails with a broadcast error instead, so torch is no oracle here)."""
+    a = hookgrad.ones(2, requires_grad=True)
+    outputs, seeds = (a * 2, a * 3), (hookgrad.ones(2), hookgrad.ones(3))
+    with pytest.raises(RuntimeError, match=r"grad_output\[1\] has a shape of hookgrad\.Size"):
+        if where == "grad":
+            hookgrad.autograd.grad(outputs, a, seeds)
+        else:
+            hookgrad.autograd.backward(outputs, seeds)
+
+
+def torch_or_skip() -> Any:
+    """torch 2.13, for a test that compares texts directly."""
+    return pytest.importorskip("torch")
+
+
+# ---------------------------------------------------------------------- creation on bad input
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda lib: lib.tensor([1], dtype=float), "float64"),
+        (lambda lib: lib.zeros(2, dtype=float), "float64"),
+        (lambda lib: lib.ones(1).to(float), "float64"),
+        (lambda lib: lib.nn.Linear(1, 1).to(float).weight, "float64"),
+        (lambda lib: lib.tensor([1.5], dtype=int), "int64"),
+        (lambda lib: lib.tensor([1], dtype=bool), "bool"),
+    ],
+)
+def test_python_types_as_dtypes_mean_what_they_mean_in_torch(lib: Any, make: Any, expected: str):
+    """`dtype=float` is float64 in torch (a Python float is a double); int int64; bool bool."""
+    assert str(make(lib).dtype).removeprefix("torch.") == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "text"),
+    [
+        (None, RuntimeError, "Could not infer dtype of NoneType"),
+        ([1.0, None], RuntimeError, "Could not infer dtype of NoneType"),
+        ({1: 2}, RuntimeError, "Could not infer dtype of dict"),
+        ([2**63], ValueError, "Overflow when unpacking long long"),
+        ([-(2**64)], ValueError, "Overflow when unpacking long long"),
+        ("text", TypeError, "new(): invalid data type 'str'"),
+        ([1.0, "x"], TypeError, "new(): invalid data type 'str'"),
+    ],
+    ids=["none", "none_inside", "dict", "int_past_int64", "int_below_int64", "str", "str_inside"],
+)
+def test_data_torch_cannot_hold_is_refused(lib: Any, data: Any, error: type, text: str) -> None:
+    """`tensor()` refuses what torch refuses (no object, string or wrapped-around int64 tensor)."""
+    with pytest.raises(error, match=re.escape(text)):
+        lib.tensor(data)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "text"),
+    [
+        (lambda lib: lib.empty(-1), RuntimeError, "negative dimension -1: [-1]"),
+        (lambda lib: lib.ones(2, -3), RuntimeError, "negative dimension -3: [2, -3]"),
+        (lambda lib: lib.zeros(2.0), TypeError, "(position 1) must be tuple of ints, not float"),
+        (lambda lib: lib.arange(0, 5, 0), RuntimeError, "step must be nonzero"),
+        (lambda lib: int(lib.tensor([1, 2])), ValueError, "only one element tensors can be"),
+        (lambda lib: float(lib.tensor([1.0, 2.0])), ValueError, "only one element tensors can be"),
+    ],
+    ids=[
+        "negative_size",
+        "negative_size_later",
+        "float_size",
+        "zero_step",
+        "int_of_2",
+        "float_of_2",
+    ],
+)
+def test_bad_sizes_and_conversions_fail_as_in_torch(lib: Any, call: Any, error: type, text: str):
+    """Negative or float sizes, a zero arange step and int()/float() of several entries."""
+    with pytest.raises(error, match=re.escape(text)):
+        call(lib)
+
+
+def _record_line(step: int) -> str:
+    data = {"stage": "pre_clip", "norm": 1.5, "max_abs": 1.0, "nonfinite": 0}
+    record = {"plugin": "grad_stats", "kind": "module_grad", "step": step, "data": data}
+    return json.dumps({**record, "module_name": "0"})
+
+
+def test_report_skips_json_objects_that_are_not_records(tmp_path: Path) -> None:
+    """`hookgrad report` on a log with malformed record objects still prints the table."""
+    lines = [_record_line(0), '{"plugin": "grad_stats", "kind": "module_grad", "step": 1}']
+    (tmp_path / "events.jsonl").write_text("\n".join(lines) + "\n")
+    result = _hookgrad("report", "events.jsonl", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "1.5" in result.stdout
+
+
+@pytest.mark.xfail(
+    reason="core/_report.py reads the log as UTF-8 text: a line of other bytes raises "
+    "UnicodeDecodeError with a traceback instead of being skipped with a warning naming it",
+    strict=True,
+)
+def test_report_skips_a_line_that_is_not_text(tmp_path: Path) -> None:
+    """README: 'a line that is not a JSON object is skipped with a warning naming it'."""
+    (tmp_path / "events.jsonl").write_bytes(
+        _record_line(0).encode() + b"\n\xff\xfe not text\n" + _record_line(1).encode() + b"\n"
+    )
+    result = _hookgrad("report", "events.jsonl", cwd=tmp_path)
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert "events.jsonl:2" in result.stderr

@@ -45,7 +45,7 @@ def _root_edge(t: Tensor) -> tuple[Any, int]:
     return edge(t)  # type: ignore[return-value]
 
 
-def _seed(t: Tensor, gradient: Any) -> np.ndarray:
+def _seed(t: Tensor, gradient: Any, index: int) -> np.ndarray:
     if gradient is None:
         if t._data.size != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -57,11 +57,20 @@ def _seed(t: Tensor, gradient: Any) -> np.ndarray:
     )
     if data.shape != t._data.shape:
         raise RuntimeError(
-            f"Mismatch in shape: grad_output[0] has a shape of {list(data.shape)} and output[0] "
-            f"has a shape of {list(t._data.shape)}."
+            f"Mismatch in shape: grad_output[{index}] has a shape of "
+            f"hookgrad.Size({list(data.shape)}) and output[{index}] has a shape of "
+            f"hookgrad.Size({list(t._data.shape)})."
         )
     # The caller owns this array; the engine may store a gradient into .grad, so copy it.
     return np.array(data, copy=True)
+
+
+def _non_empty(inputs: Tensor | Sequence[Tensor], caller: str) -> list[Tensor]:
+    """``inputs`` as a list; torch refuses an empty one rather than differentiating nothing."""
+    listed = _as_list(inputs)
+    if not listed:
+        raise RuntimeError(f"`inputs` argument to `{caller}()` cannot be empty.")
+    return listed
 
 
 def _check_create_graph(create_graph: bool) -> None:
@@ -92,10 +101,10 @@ def backward(
     observed = bool(BACKWARD_OBSERVERS)
     if observed:
         seeds = notify_begin(outputs, seeds)
-    arrays = [_seed(t, g) for t, g in zip(outputs, seeds)]
+    arrays = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outputs, seeds))]
     input_edges = None
     if inputs is not None:
-        input_edges = [_root_edge(t) for t in _as_list(inputs)]
+        input_edges = [_root_edge(t) for t in _non_empty(inputs, "backward")]
     run_backward(roots, arrays, retain_graph=bool(retain_graph), inputs=input_edges)
     if observed:
         notify_end(outputs)
@@ -117,10 +126,10 @@ def grad(
     """
     _check_create_graph(create_graph)
     outs = _as_list(outputs)
-    ins = _as_list(inputs)
+    ins = _non_empty(inputs, "grad")
     seeds = _as_list(grad_outputs) or [None] * len(outs)
     roots = [_root_edge(t) for t in outs]
-    arrays = [_seed(t, g) for t, g in zip(outs, seeds)]
+    arrays = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outs, seeds))]
     for i, t in enumerate(ins):
         if not t._requires_grad:
             raise RuntimeError(
@@ -137,8 +146,8 @@ def grad(
                 g = np.zeros_like(t._data)
             elif not allow_unused:
                 raise RuntimeError(
-                    f"One of the differentiated Tensors (input {i}) appears to not have been used "
-                    "in the graph. Set allow_unused=True if this is the desired behavior."
+                    f"The differentiated Tensor at index {i} appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior."
                 )
         results.append(None if g is None else _wrap(np.array(g, copy=True)))
     return tuple(results)

@@ -113,6 +113,8 @@ def normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None
 ) -> Tensor:
     """Fill with draws from N(mean, std**2)."""
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     return _write(tensor, _rng(generator).normal(mean, std, tensor._data.shape))
 
 

@@ -66,6 +66,14 @@ MISUSE: dict[str, Callable[[Any], Any]] = {
     "module_without_forward": lambda lib: lib.nn.Module()(lib.ones(1)),
     "kaiming_on_a_vector": lambda lib: lib.nn.init.kaiming_uniform_(lib.nn.Parameter(lib.ones(3))),
     "unknown_nonlinearity": lambda lib: lib.nn.init.calculate_gain("swish"),
+    "normal_with_a_negative_std": lambda lib: lib.nn.init.normal_(
+        lib.nn.Parameter(lib.ones(2)), 0.0, -1.0
+    ),
+    "xavier_on_a_vector": lambda lib: lib.nn.init.xavier_uniform_(lib.nn.Parameter(lib.ones(3))),
+    "kaiming_unknown_mode": lambda lib: lib.nn.init.kaiming_uniform_(
+        lib.nn.Parameter(lib.ones(3, 3)), mode="fan"
+    ),
+    "leaky_relu_gain_of_a_string": lambda lib: lib.nn.init.calculate_gain("leaky_relu", "x"),
     "missing_parameter": lambda lib: lib.nn.Linear(2, 2).get_parameter("nope"),
     "load_state_dict_list_value": lambda lib: lib.nn.Linear(1, 1).load_state_dict(
         {"weight": [[1.0]], "bias": lib.ones(1)}
@@ -125,6 +133,18 @@ EDGES: dict[str, tuple[Callable[[Any], Any], tuple[Any, ...]]] = {
         (X[:, :, 0], np.array([0, 2])),
     ),
     "nll_unbatched": (lambda lib: lib.nn.NLLLoss(), (X[0, :, 0], np.array(2))),
+    "cross_entropy_every_target_ignored": (
+        lambda lib: lib.nn.CrossEntropyLoss(),
+        (X[:, :, 0], np.array([-100, -100])),
+    ),
+    "nll_every_target_ignored_weighted": (
+        lambda lib: lib.nn.NLLLoss(weight=lib.tensor([1.0, 0.5, 2.0]), ignore_index=1),
+        (X[:, :, 0], np.array([1, 1])),
+    ),
+    "cross_entropy_smoothing_every_target_ignored": (
+        lambda lib: lib.nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=0),
+        (X[:, :, 0], np.array([0, 0])),
+    ),
     "bce_extreme_logits": (
         lambda lib: lib.nn.BCEWithLogitsLoss(reduction="none", pos_weight=lib.tensor([2.0])),
         (np.array([100.0, -100.0, 0.0], np.float32), np.array([0.0, 1.0, 0.5], np.float32)),

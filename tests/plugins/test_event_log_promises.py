@@ -303,3 +303,56 @@ def test_every_record_has_step_and_phase_and_no_envelope_clash() -> None:
         assert isinstance(record["step"], int) and record["plugin"] == "event_log"
         assert record["kind"] == "event" and record["hook"].startswith("hookgrad_")
     assert len(_records_of(records, "optimizer_step_pre")) == 2
+
+
+class _BrokenSink:
+    """A sink whose every write fails."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        self.calls += 1
+        raise OSError("disk full")
+
+    def flush(self) -> None:
+        """Nothing buffered."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def test_a_failing_sink_is_a_sink_warning_and_training_goes_on() -> None:
+    """'a failing sink does not [raise]: the runtime reports it as a SinkWarning and goes on';
+    the other sinks still get every record."""
+    from hookgrad.runtime import SinkWarning
+
+    model = nn.Sequential(nn.Identity())
+    broken = _BrokenSink()
+    plugin = EventLog(EventLog.Config(hooks=("forward",)))
+    with capture_events(("event_log", plugin)) as capture:
+        capture.runtime.sinks.add(broken)
+        with pytest.warns(SinkWarning, match="disk full") as caught:
+            for _ in range(3):
+                model(hookgrad.ones(1))
+    assert len([w for w in caught if issubclass(w.category, SinkWarning)]) == 1
+    assert broken.calls == 6 and len(capture.of_plugin("event_log")) == 6
+
+
+def test_optimizer_events_name_parameters_after_a_watched_model() -> None:
+    """'runtime.watch(model)' names the optimizer's parameters when no module hook runs."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Linear(2, 1))
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.0)
+    for p in model.parameters():
+        p.grad = hookgrad.ones(*p.shape)
+    names = []
+    for watch in (False, True):
+        plugin = EventLog(EventLog.Config(hooks=("optimizer_step_pre",)))
+        with capture_events(("event_log", plugin)) as capture:
+            if watch:
+                capture.runtime.watch(model)
+            optimizer.step()
+        [record] = capture.of_plugin("event_log")
+        names.append(sorted(record["parameters"]))
+    assert names[0] == ["param0", "param1", "param2", "param3"]
+    assert names[1] == ["0.bias", "0.weight", "2.bias", "2.weight"]

@@ -525,3 +525,16 @@ def test_any_gradients_are_clipped_as_torch_clips_them(
         assert record["data"]["pre_norm"] == pytest.approx(pre, rel=1e-5)
     else:
         assert record["data"]["pre_norm"] is None and record["data"]["nonfinite"] is True
+
+
+def test_autoclip_history_restarts_when_the_same_instance_joins_a_new_runtime() -> None:
+    """'it starts empty with every new runtime', also for one instance registered again."""
+    plugin = GradClip(GradClip.Config(mode="autoclip", percentile=0.0))
+    thresholds = []
+    for g in ([3.0, 4.0], [30.0, 40.0]):
+        params = _params({"w.weight": np.array(g, np.float32)})
+        optimizer = hookgrad.optim.SGD(list(params.items()), lr=0.0)
+        with capture_events(("grad_clip", plugin)) as capture:
+            optimizer.step()
+        thresholds += [r["data"]["threshold"] for r in capture.of_plugin("grad_clip")]
+    assert thresholds == pytest.approx([5.0, 50.0])

@@ -459,3 +459,55 @@ def test_any_gradients_are_summarised_as_the_page_says(grads: list[np.ndarray]) 
             tolerance = 1e-6 * max(scale, 1e-30) if key in ("mean", "std") else 0.0
             assert got[name][key] == pytest.approx(value, rel=1e-5, abs=tolerance), (name, key)
     json.dumps(records, allow_nan=False)
+
+
+def test_a_norm_past_the_largest_float_is_null_not_infinity() -> None:
+    """'a value that ... is not finite is null': a float64 gradient whose norm overflows."""
+    huge = np.full(4, 1.7e308)
+    _, records = _run({}, _params({"a.w": huge, "b.w": np.ones(2)}))
+    json.dumps(records, allow_nan=False)
+    for record in [r for r in records if r["module_name"] == "a"]:
+        assert record["data"]["norm"] is None
+        assert record["data"]["max_abs"] == 1.7e308
+    table = per_layer_table(records)
+    assert _row(table, "a")[:2] == ["1", "-"] and _row(table, "b")[1] == "1.414"
+
+
+def test_the_table_skips_malformed_records_read_back_from_a_file() -> None:
+    """per_layer_table takes dicts read back from events.jsonl: a module_grad line without
+    data or step, or with a step that is not a number, is left out instead of crashing."""
+    good = _module_record(0, "fc", "pre_clip", norm=2.0, max_abs=1.0, nonfinite=0)
+    broken = [
+        {"plugin": "grad_stats", "kind": "module_grad", "step": 3},
+        {"plugin": "grad_stats", "kind": "module_grad", "step": "x", "data": {"norm": 1.0}},
+        {"plugin": "grad_stats", "kind": "module_grad", "step": 4, "data": [1, 2]},
+        {"plugin": "grad_stats", "kind": "module_grad", "step": 5, "module_name": 7, "data": {}},
+    ]
+    assert per_layer_table([good, *broken]) == per_layer_table([good])
+
+
+def test_the_table_reads_the_json_spellings_of_non_finite_numbers() -> None:
+    """Log readers accept "NaN"/"Infinity"/"-Infinity" strings and the legacy bare tokens."""
+    spelled = [
+        _module_record(0, "fc", "pre_clip", norm="Infinity", max_abs="NaN", nonfinite=2),
+        _module_record(1, "fc", "pre_clip", norm=3.0, max_abs=1.0, nonfinite=0),
+    ]
+    bare = json.loads(json.dumps(spelled).replace('"Infinity"', "Infinity").replace('"NaN"', "NaN"))
+    assert per_layer_table(spelled) == per_layer_table(bare)
+    assert _row(per_layer_table(spelled), "fc")[:4] == ["2", "3", "inf", "inf"]
+
+
+def test_a_reused_instance_keeps_the_records_of_its_current_run_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """'plugin.records keeps every record of the run': an instance registered in a second
+    runtime starts a new run, and its table at the end shows that run alone."""
+    plugin = GradStats(GradStats.Config(per_parameter=False))
+    for g in ([3.0, 4.0], [30.0, 40.0]):
+        params = _params({"w.weight": np.array(g, np.float32)})
+        optimizer = hookgrad.optim.SGD(list(params.items()), lr=0.0)
+        with capture_events(("grad_stats", plugin)):
+            optimizer.step()
+    assert len(plugin.records) == 2  # one module_grad pre_clip and one post_clip
+    last_table = capsys.readouterr().out.strip().split("\n\n")[-1].splitlines()[-2:]
+    assert _row("\n".join(last_table), "w")[:5] == ["1", "50", "50", "50", "50"]

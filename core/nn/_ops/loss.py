@@ -191,12 +191,22 @@ def _class_back(rows: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.moveaxis(rows.reshape(shape[0], *shape[2:], shape[1]), -1, 1)
 
 
-def _row_coefficients(g: np.ndarray, reduction: str, denominator: Any, rows: int) -> np.ndarray:
-    """The upstream gradient as one factor per row."""
+def _row_coefficients(
+    g: np.ndarray, reduction: str, denominator: Any, rows: int, valid: np.ndarray | None = None
+) -> np.ndarray:
+    """The upstream gradient as one factor per row.
+
+    A mean over no weight at all (every target ignored) is nan, but its ignored rows still
+    get an exact zero gradient, as in torch: their factor is 0 rather than ``g / 0``.
+    """
     if reduction == "none":
         return g.reshape(rows)
-    scale = g / denominator if reduction == "mean" else g
-    return np.broadcast_to(scale, (rows,))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = g / denominator if reduction == "mean" else g
+    coef = np.broadcast_to(scale, (rows,))
+    if valid is not None and reduction == "mean" and denominator == 0:
+        coef = np.where(valid, coef, 0).astype(coef.dtype, copy=False)
+    return coef
 
 
 class _ClassTargets:
@@ -270,7 +280,7 @@ class NllLossBackward0(Node):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         t = self.targets
         rows = t.index.size
-        coef = _row_coefficients(g, self._reduction, self._denominator, rows)
+        coef = _row_coefficients(g, self._reduction, self._denominator, rows, t.valid)
         grad = np.zeros((rows, self._classes), dtype=g.dtype)
         grad[np.arange(rows), t.index] = -t.per_row_weight * coef
         return (_class_back(grad, self._shape),)
@@ -355,7 +365,7 @@ class CrossEntropyLossBackward0(Node):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         t, w, eps, classes = self.targets, self.weight, self._smoothing, self._classes
         rows = t.index.size
-        coef = _row_coefficients(g, self._reduction, self._denominator, rows)
+        coef = _row_coefficients(g, self._reduction, self._denominator, rows, t.valid)
         hard = (1 - eps) * t.per_row_weight
         total = hard
         if eps:
