@@ -603,25 +603,26 @@ def _record_line(step: int) -> str:
     return json.dumps({**record, "module_name": "0"})
 
 
-def test_report_skips_json_objects_that_are_not_records(tmp_path: Path) -> None:
-    """`hookgrad report` on a log with malformed record objects still prints the table."""
+def test_report_stops_on_a_record_it_reads_that_is_malformed(tmp_path: Path) -> None:
+    """README: a record the report reads with a key missing or of the wrong type is one error
+    naming the line (exit 1, no traceback)."""
     lines = [_record_line(0), '{"plugin": "grad_stats", "kind": "module_grad", "step": 1}']
     (tmp_path / "events.jsonl").write_text("\n".join(lines) + "\n")
     result = _hookgrad("report", "events.jsonl", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr and "1.5" in result.stdout
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "Error: events.jsonl:2: grad_stats module_grad record" in result.stderr
 
 
-@pytest.mark.xfail(
-    reason="core/_report.py reads the log as UTF-8 text: a line of other bytes raises "
-    "UnicodeDecodeError with a traceback instead of being skipped with a warning naming it",
-    strict=True,
-)
-def test_report_skips_a_line_that_is_not_text(tmp_path: Path) -> None:
-    """README: 'a line that is not a JSON object is skipped with a warning naming it'."""
-    (tmp_path / "events.jsonl").write_bytes(
-        _record_line(0).encode() + b"\n\xff\xfe not text\n" + _record_line(1).encode() + b"\n"
+def test_report_stops_on_a_line_that_is_not_text_unless_it_is_the_last(tmp_path: Path) -> None:
+    """README: a line that is not UTF-8 stops the report naming it; as the last line (cut by a
+    kill) it is skipped with a warning naming it."""
+    bad = b"\xff\xfe not text"
+    (tmp_path / "middle.jsonl").write_bytes(
+        _record_line(0).encode() + b"\n" + bad + b"\n" + _record_line(1).encode() + b"\n"
     )
-    result = _hookgrad("report", "events.jsonl", cwd=tmp_path)
-    assert result.returncode == 0 and "Traceback" not in result.stderr
-    assert "events.jsonl:2" in result.stderr
+    result = _hookgrad("report", "middle.jsonl", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "Error: middle.jsonl:2: not UTF-8" in result.stderr
+    (tmp_path / "last.jsonl").write_bytes(_record_line(0).encode() + b"\n" + bad)
+    result = _hookgrad("report", "last.jsonl", cwd=tmp_path)
+    assert result.returncode == 0 and "last.jsonl:2" in result.stderr
