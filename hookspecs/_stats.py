@@ -173,19 +173,30 @@ def _dtype_name(dtype: np.dtype[Any]) -> str:
     return dtype.name  # a Python-level property in numpy: worth caching
 
 
+NONFINITE_JSON: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+"""How hookgrad writes non-finite floats in JSON (protobuf's JSON mapping): ``str(float)`` to
+the string, so every record is RFC 8259 JSON. The JSON-lines sink and :func:`to_json` both
+use it; ``hookgrad.runtime.read_events`` turns the strings back into floats."""
+
+
+def json_float(value: float) -> float | str:
+    """``value`` itself if finite, else its string in :data:`NONFINITE_JSON`."""
+    return value if math.isfinite(value) else NONFINITE_JSON[str(float(value))]
+
+
 def to_json(value: Any, depth: int = 0) -> Any:
     """A JSON-safe form of a hook argument: tensors become summaries, containers lists/dicts.
 
-    Python scalars stay as they are (non-finite floats become ``"nan"``, ``"inf"``,
-    ``"-inf"``); numpy scalars become Python scalars; anything else becomes its ``repr``
-    (shortened), so a summary never fails on an unusual argument.
+    Python scalars stay as they are (non-finite floats become ``"NaN"``, ``"Infinity"``,
+    ``"-Infinity"``, as in the logs); numpy scalars become Python scalars; anything else becomes
+    its ``repr`` (shortened), so a summary never fails on an unusual argument.
     """
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, Tensor):
         return array_stats(value._data)
     if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
+        return json_float(value)
     if depth >= _MAX_DEPTH:
         return "..."
     if isinstance(value, tuple | list):

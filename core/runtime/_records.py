@@ -21,9 +21,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
+from ..hookspecs._stats import NONFINITE_JSON
+
 __all__ = ["TEXT_KEYS", "LogFormatError", "LogLineWarning", "read_events"]
 
-NONFINITE: Final = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+NONFINITE: Final = {text: float(value) for value, text in NONFINITE_JSON.items()}
 """The strings the sink writes for non-finite floats, and the floats they stand for."""
 
 TEXT_KEYS: Final = frozenset(

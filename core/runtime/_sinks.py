@@ -10,7 +10,6 @@ whose ``"level"`` is ``"error"`` or ``"critical"``.
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
 import weakref
@@ -21,6 +20,7 @@ from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..hookspecs._stats import json_float
 from ._logfile import Durability, LogFile
 
 __all__ = ["EventSink", "JsonLinesSink", "MemorySink", "SinkSet", "SinkWarning", "encode_record"]
@@ -151,7 +151,7 @@ def encode_record(record: Mapping[str, Any]) -> str:
 def _finite_json(value: Any) -> Any:
     """``value`` with every non-finite float (numpy's included) replaced by its string."""
     if isinstance(value, float | np.floating):
-        return value if math.isfinite(value) else _NON_FINITE[str(float(value))]
+        return json_float(value)
     if isinstance(value, Mapping):
         return {key: _finite_json(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -159,9 +159,6 @@ def _finite_json(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return _finite_json(value.tolist())
     return value
-
-
-_NON_FINITE: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 def _to_json(obj: Any) -> Any:

@@ -301,7 +301,7 @@ def test_forward_summary_handles_any_argument() -> None:
     )
     s = event.summary()
     assert s["args"][0]["norm"] == pytest.approx(2**0.5)
-    assert s["args"][1:4] == [3, "nan", "x"]
+    assert s["args"][1:4] == [3, "NaN", "x"]
     assert s["args"][4][1] is None and s["args"][5] == 1.5
     assert s["args"][6] == "<class 'object'>"
     assert s["kwargs"]["nested"]["k"][0]["shape"] == [2]
