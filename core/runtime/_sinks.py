@@ -151,7 +151,7 @@ def encode_record(record: Mapping[str, Any]) -> str:
 def _finite_json(value: Any) -> Any:
     """``value`` with every non-finite float (numpy's included) replaced by its string."""
     if isinstance(value, float | np.floating):
-        return json_float(value)
+        return json_float(float(value))
     if isinstance(value, Mapping):
         return {key: _finite_json(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
