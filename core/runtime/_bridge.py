@@ -507,16 +507,7 @@ class HookBridge:
                     value = result if check is None else check(result, getattr(event, field))
                     event = event.model_copy(update={field: value})
             except Exception as error:
-                failures.failed(
-                    listener.name,
-                    listener.config.on_error,
-                    error,
-                    hook=event.hook,
-                    phase=event.phase,
-                    module=event.module_name,
-                    module_type=event.module_type,
-                    step=event.step,
-                )
+                failures.event_failed(listener.name, listener.config.on_error, error, event)
         return event
 
 

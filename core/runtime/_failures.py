@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..hookspecs import PluginAbort, PluginError
 
@@ -99,6 +99,20 @@ class PluginFailures:
             self.disabled.add(plugin)
             for refresh in self.on_disable:
                 refresh()
+
+    def event_failed(self, plugin: str, on_error: str, error: Exception, event: Any) -> None:
+        """:meth:`failed` for a failure in the hook of ``event``, which says where it was."""
+        self.failed(
+            plugin,
+            on_error,
+            error,
+            hook=event.hook,
+            phase=event.phase,
+            module=getattr(event, "module_name", None),
+            module_type=getattr(event, "module_type", ""),
+            step=event.step,
+            stacklevel=4,
+        )
 
 
 def _where(phase: str, module: str | None, module_type: str, step: int | None) -> str:

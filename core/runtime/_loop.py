@@ -376,12 +376,5 @@ class LoopHooks:
             result = listener.call(event)
             return result if result is None or check is None else check(result, against)
         except Exception as error:
-            failures.failed(
-                listener.name,
-                listener.config.on_error,
-                error,
-                hook=event.hook,
-                phase=event.phase,
-                step=event.step,
-            )
+            failures.event_failed(listener.name, listener.config.on_error, error, event)
             return None

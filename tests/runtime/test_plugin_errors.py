@@ -14,19 +14,10 @@ import pytest
 
 import hookgrad
 from hookgrad import nn, optim
-from hookgrad.hookspecs import PluginConfig, hookimpl
+from hookgrad.hookspecs import HOOK_EVENTS, PluginConfig, hookimpl
 from hookgrad.runtime import PluginCatalog, PluginError, PluginHookWarning, Runtime
 
-EVENT_HOOKS = (
-    "hookgrad_forward_pre",
-    "hookgrad_forward",
-    "hookgrad_backward_pre",
-    "hookgrad_full_backward",
-    "hookgrad_backward_begin",
-    "hookgrad_backward_end",
-    "hookgrad_optimizer_step_pre",
-    "hookgrad_optimizer_step_post",
-)
+EVENT_HOOKS = tuple(HOOK_EVENTS)
 LIFECYCLE_HOOKS = ("hookgrad_configure", "hookgrad_unconfigure")
 
 
