@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     plugins = tomllib.loads(EXAMPLE_CONFIG.read_text(encoding="utf-8"))["plugins"]
+    plugins["grad_stats"]["summary"] = False  # no per-layer table at each block's close
     with tempfile.TemporaryDirectory() as folder, one_thread():
         columns = [_column("no_log", {}, plugins)]
         for mode in MODES:
