@@ -16,6 +16,7 @@ import numpy as np
 from typing_extensions import TypedDict  # pydantic validates it on Python 3.11 too
 
 from hookgrad._tensor import Tensor
+from hookgrad.engines import engine_of
 
 __all__ = ["TENSOR_SUMMARY_SCHEMA", "TensorSummary", "array_stats", "tensor_stats", "to_json"]
 
@@ -78,15 +79,21 @@ TENSOR_SUMMARY_SCHEMA: Final[dict[str, Any]] = {
 }
 
 
-def tensor_stats(tensor: Tensor) -> TensorSummary:
+def tensor_stats(tensor: Any) -> TensorSummary:
     """Summarise ``tensor``: shape, dtype, L2 norm, mean, std, min, max and entry counts.
 
     ``std`` is the population standard deviation (correction 0) of the finite entries.
     ``nonfinite`` counts NaN and ±Inf entries (``nan`` and ``inf`` split it);
     ``zero_fraction`` is the share of exact zeros among all entries. Shared-memory read only:
-    the tensor is not modified.
+    the tensor is not modified. A tensor of another engine (``torch.Tensor``) is summarised by
+    that engine, where the tensor is (:meth:`hookgrad.engines.Engine.summaries`).
     """
-    return array_stats(tensor._data)
+    if isinstance(tensor, Tensor):
+        return array_stats(tensor._data)
+    engine = engine_of(tensor)
+    if engine is None:
+        raise TypeError(f"tensor_stats() takes a tensor, got {type(tensor).__name__}")
+    return engine.summaries([tensor])[0]
 
 
 def array_stats(array: np.ndarray) -> TensorSummary:
@@ -207,5 +214,8 @@ def to_json(value: Any, depth: int = 0) -> Any:
         return array_stats(value)
     if isinstance(value, np.generic):
         return to_json(value.item(), depth + 1)
+    engine = engine_of(value)
+    if engine is not None:  # another engine's tensor
+        return engine.summaries([value])[0]
     text = repr(value)
     return text if len(text) <= _MAX_REPR else text[: _MAX_REPR - 3] + "..."

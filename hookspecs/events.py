@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from hookgrad._tensor import Tensor
+from hookgrad.engines import engine_of
 
 from ._stats import TENSOR_SUMMARY_SCHEMA, array_stats, tensor_stats, to_json
 
@@ -62,11 +63,23 @@ RunPhase: TypeAlias = Literal[
 
 # ---------------------------------------------------------------------- field types
 def _summarise_parameters(parameters: tuple[tuple[str, Tensor], ...]) -> dict[str, Any]:
-    return {
-        name: {
-            "param": array_stats(p._data),
-            "grad": None if p._grad is None else array_stats(p._grad._data),
+    if not parameters or isinstance(parameters[0][1], Tensor):
+        return {
+            name: {
+                "param": array_stats(p._data),
+                "grad": None if p._grad is None else array_stats(p._grad._data),
+            }
+            for name, p in parameters
         }
+    # Another engine's parameters: all summaries in one batch (one host sync on a GPU).
+    engine = engine_of(parameters[0][1])
+    if engine is None:
+        raise TypeError(f"not a tensor: {type(parameters[0][1]).__name__}")
+    grads = [p.grad for _, p in parameters if p.grad is not None]
+    stats = iter(engine.summaries([p for _, p in parameters] + grads))
+    params = {name: next(stats) for name, _ in parameters}
+    return {
+        name: {"param": params[name], "grad": None if p.grad is None else next(stats)}
         for name, p in parameters
     }
 

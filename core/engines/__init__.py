@@ -34,6 +34,7 @@ __all__ = [
     "StepGate",
     "StepPost",
     "available_engines",
+    "engine_of",
     "engine_named",
 ]
 
@@ -54,6 +55,17 @@ def engine_named(name: str) -> Engine:
     if engine is None:
         engine = _BUILT[name] = _build(name)
     return engine
+
+
+def engine_of(value: object) -> Engine | None:
+    """The engine whose tensor ``value`` is, or None (torch's only if torch is imported)."""
+    for name in ENGINE_NAMES:
+        if name == "torch" and "torch" not in sys.modules:
+            continue
+        engine = engine_named(name)
+        if engine.owns(value):
+            return engine
+    return None
 
 
 def available_engines() -> list[Engine]:

@@ -11,8 +11,11 @@ the few numeric kernels the plugins share.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..hookspecs import TensorSummary
 
 __all__ = [
     "BackwardBegin",
@@ -108,6 +111,11 @@ class Engine(Protocol):
 
     def owns(self, value: object) -> bool:
         """Whether ``value`` is a tensor of this engine."""
+        ...
+
+    def summaries(self, tensors: Sequence[Any]) -> list[TensorSummary]:
+        """:func:`hookgrad.hookspecs.tensor_stats` of each tensor, computed where the tensors
+        are (on their device) and handed to the host together."""
         ...
 
     def observe_backward(self, begin: BackwardBegin | None, end: BackwardEnd | None) -> Removable:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from .._tensor import Tensor
 from ..autograd._observers import register_backward_observer
+from ..hookspecs._stats import TensorSummary, array_stats
 from ..optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
 from ._protocol import BackwardBegin, BackwardEnd, Removable, StepGate, StepPost
 
@@ -19,6 +21,9 @@ class NumpyEngine:
 
     def owns(self, value: object) -> bool:
         return isinstance(value, Tensor)
+
+    def summaries(self, tensors: Sequence[Any]) -> list[TensorSummary]:
+        return [array_stats(t._data) for t in tensors]
 
     def observe_backward(self, begin: BackwardBegin | None, end: BackwardEnd | None) -> Removable:
         return register_backward_observer(begin, end)

@@ -8,12 +8,15 @@ gate (:mod:`._steps`) and module backward events that survive in-place modules
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 import torch
 
+from ...hookspecs._stats import TensorSummary
 from .._protocol import BackwardBegin, BackwardEnd, ModuleHooks, Removable, StepGate, StepPost
 from ._backward import observe_backward
+from ._kernels import summaries
 from ._module_hooks import install_module_hooks
 from ._steps import gate_optimizer_steps, on_optimizer_step_post
 
@@ -32,6 +35,9 @@ class TorchEngine:
         """Call ``hooks`` around every module call, and (``backward``) route each call's
         backward events to what its ``forward_pre`` returned (see :mod:`._module_hooks`)."""
         return install_module_hooks(hooks, backward=backward)
+
+    def summaries(self, tensors: Sequence[Any]) -> list[TensorSummary]:
+        return summaries(tensors)
 
     def observe_backward(self, begin: BackwardBegin | None, end: BackwardEnd | None) -> Removable:
         return observe_backward(begin, end)
