@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypeAlias
 
 import numpy as np
@@ -34,7 +35,7 @@ from hookgrad.hookspecs import (
     hookimpl,
     stage,
 )
-from hookgrad.hookspecs._stats import _CANCELLATION, _FADED, array_stats
+from hookgrad.hookspecs._stats import _CANCELLATION, _FADED, NONFINITE_JSON, array_stats
 
 if TYPE_CHECKING:
     from hookgrad import Runtime
@@ -98,6 +99,10 @@ class GradStats:
         summary: bool = True
         """Print the per-layer table to stdout when the run ends."""
 
+        keep_records: Annotated[int, Field(ge=0, le=100_000)] = 1000
+        """How many of the latest records ``plugin.records`` holds: a long run's memory stays
+        bounded (the sinks have every record; the table is kept as running totals)."""
+
         @field_validator("histogram_bins")
         @classmethod
         def _histograms_need_parameters(cls, value: int, info: ValidationInfo) -> int:
@@ -111,8 +116,10 @@ class GradStats:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.records: list[dict[str, Any]] = []
-        """Every record this plugin emitted, in order (the JSON form the sinks received)."""
+        self.records: deque[dict[str, Any]] = deque(maxlen=config.keep_records)
+        """The latest ``keep_records`` records this plugin emitted, in order (the JSON form the
+        sinks received)."""
+        self._layers: dict[str, _Layer] = {}  # the per-layer table, as running totals
         self._runtime: Runtime | None = None
         self._before: dict[str, np.ndarray] = {}  # weights at step_pre of a sampled step
         # name -> (gradient tensor, its version, its pre-clip summary) of a sampled step
@@ -126,13 +133,14 @@ class GradStats:
     def hookgrad_configure(self, runtime: Runtime) -> None:
         # A new run, also for an instance registered again: its records and table are its own.
         self._runtime = runtime
-        self.records = []
+        self.records.clear()
+        self._layers = {}
         self._before, self._pre_clip = {}, {}
 
     @hookimpl
     def hookgrad_unconfigure(self) -> None:
-        if self.config.summary and any(r["kind"] == "module_grad" for r in self.records):
-            print(per_layer_table(self.records))
+        if self.config.summary and self._layers:
+            print(_table(self._layers))
 
     # ------------------------------------------------------------------ hooks
     @hookimpl
@@ -246,6 +254,8 @@ class GradStats:
             "data": data,
         }
         self.records.append(record)
+        if kind == "module_grad":
+            self._layers.setdefault(module_name, _Layer()).add(step, data)
         # Dozens of records per step, JSON-safe by construction: _record_step puts only
         # floats, ints, None and the names in them.
         self._runtime.emit(record, trusted=True)
@@ -538,38 +548,56 @@ _HEADER: Final = (
 
 @dataclass(slots=True)
 class _Layer:
-    """What the table says about one module, accumulated from its module_grad records."""
+    """What the table says about one module, as running totals of its module_grad records
+    (constant memory, however long the run)."""
 
-    first: dict[int, Mapping[str, Any]] = field(default_factory=dict)  # step -> earliest data
-    pre_norms: list[float] = field(default_factory=list)
+    steps: int = 0
+    last_step: int | None = None
+    pre_count: int = 0
+    pre_sum: float = 0.0
+    pre_last: float | None = None
+    pre_max: float | None = None
     post_norm: float | None = None
-    ratios: list[float] = field(default_factory=list)
+    max_abs: float | None = None
+    nonfinite: int = 0
+    ratio_count: int = 0
+    ratio_sum: float = 0.0
 
     def add(self, step: int, data: Mapping[str, Any]) -> None:
         # A step vetoed before the STATS stage has only a (skipped) post_clip record: counting
-        # each step's earliest record sees its gradients either way, once.
-        self.first.setdefault(step, data)
+        # each step's earliest record sees its gradients either way, once. A module's records
+        # come step by step, so a new step number starts a new step.
+        if step != self.last_step:
+            self.last_step = step
+            self.steps += 1
+            self.nonfinite += data.get("nonfinite", 0)
+            value = data.get("max_abs")
+            if value is not None and (self.max_abs is None or value > self.max_abs):
+                self.max_abs = value
         norm = data.get("norm")
         if data.get("stage") == "pre_clip":
             if norm is not None:  # null: the norm overflowed, there is no number to show
-                self.pre_norms.append(norm)
+                self.pre_count += 1
+                self.pre_sum += norm
+                self.pre_last = norm
+                if self.pre_max is None or norm > self.pre_max:
+                    self.pre_max = norm
         elif not data.get("skipped"):
             self.post_norm = norm
             if data.get("update_ratio") is not None:
-                self.ratios.append(data["update_ratio"])
+                self.ratio_count += 1
+                self.ratio_sum += data["update_ratio"]
 
     def row(self, name: str) -> tuple[str, ...]:
-        pre = self.pre_norms
-        max_abs = [d["max_abs"] for d in self.first.values() if d.get("max_abs") is not None]
         cells = (
-            len(self.first),
-            pre[-1] if pre else None,
-            sum(pre) / len(pre) if pre else None,
-            max(pre, default=None),
+            self.steps,
+            self.pre_last,
+            self.pre_sum / self.pre_count if self.pre_count else None,
+            self.pre_max,
             self.post_norm,
-            max(max_abs, default=None),
-            sum(d.get("nonfinite", 0) for d in self.first.values()),
-            sum(self.ratios) / len(self.ratios) if self.ratios else None,
+            self.max_abs,
+            self.nonfinite,
+            self.ratio_sum / self.ratio_count if self.ratio_count else None,
         )
         return (name or "(root)", *(_cell(c) for c in cells))
 
@@ -592,6 +620,11 @@ def per_layer_table(records: Iterable[Mapping[str, Any]]) -> str:
         if module is not None and not isinstance(module, str):
             continue
         layers.setdefault(module or "", _Layer()).add(step, _numbers(data))
+    return _table(layers)
+
+
+def _table(layers: Mapping[str, _Layer]) -> str:
+    """The per-layer table of ``layers`` (module name -> totals), as aligned plain text."""
     if not layers:
         return f"{NAME}: no module_grad records"
     rows = [_HEADER, *(layer.row(name) for name, layer in layers.items())]
@@ -605,7 +638,7 @@ def per_layer_table(records: Iterable[Mapping[str, Any]]) -> str:
     )
 
 
-_JSON_NON_FINITE: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_JSON_NON_FINITE: Final = {text: float(value) for value, text in NONFINITE_JSON.items()}
 """How logs spell non-finite numbers as JSON strings (readers also get bare NaN tokens)."""
 
 

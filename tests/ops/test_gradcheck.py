@@ -224,6 +224,7 @@ def test_reductions_along_dim(name: str, case: tuple[np.ndarray, int, bool]) -> 
         assume(x.shape[dim] > 1)  # Bessel's correction needs two elements
     if name.startswith(("var", "std")):
         x = x + np.linspace(0, 1, x.size).reshape(x.shape)  # std is not smooth at zero spread
+        assume(bool(np.all(np.ptp(x, axis=dim) > 1e-3)))  # the shift can cancel the spread
     if name.startswith("norm"):
         x = away(x, 0.0)  # the norm is not smooth at the zero vector
     check(lambda t: REDUCTIONS[name](t, dim, keepdim), x)

@@ -161,7 +161,7 @@ def test_nonfinite_entries_are_counted_and_left_out_of_the_moments() -> None:
     assert module["data"]["nonfinite"] == 2
     weight_post, _ = only(plugin.records, kind="param_grad", stage="post_clip")
     assert weight_post["data"]["update_ratio"] is None  # the step wrote NaN into the weight
-    assert capture.of_plugin("grad_stats") == plugin.records  # JSON-safe: sinks got the same
+    assert capture.of_plugin("grad_stats") == list(plugin.records)  # JSON-safe: sinks got the same
 
 
 def _assert_plain_json(value: Any, where: str) -> None:
@@ -191,7 +191,7 @@ def test_records_are_json_form_and_reach_the_sinks() -> None:
                 model[0].weight.grad.data[0, 0] = float("nan")
             optimizer.step()
             optimizer.zero_grad()
-    assert plugin.records == capture.of_plugin("grad_stats")
+    assert list(plugin.records) == capture.of_plugin("grad_stats")
     kinds = {r["kind"] for r in plugin.records}
     assert kinds == {"param_grad", "module_grad", "grad_output"}
     assert any(r["data"].get("nonfinite") for r in plugin.records)
@@ -409,7 +409,7 @@ def test_activated_by_entry_point_name_from_config(capsys: pytest.CaptureFixture
     plugin = rt.plugins["grad_stats"]
     assert isinstance(plugin, GradStats) and plugin.config.every_n_steps == 2
     assert rt.memory is not None
-    assert [r for r in rt.memory.records if r.get("plugin") == "grad_stats"] == plugin.records
+    assert [r for r in rt.memory.records if r.get("plugin") == "grad_stats"] == list(plugin.records)
     assert sorted({r["step"] for r in plugin.records}) == [0, 2]
     assert capsys.readouterr().out == per_layer_table(plugin.records) + "\n"
 
@@ -795,3 +795,23 @@ def test_norms_and_update_ratios_match_torch_sgd_momentum() -> None:
     assert [r["data"]["update_ratio"] for r in post] == pytest.approx(
         [r for _, r in expected], rel=1e-4
     )
+
+
+def test_memory_stays_bounded_while_the_table_counts_every_step() -> None:
+    """keep_records bounds plugin.records to the latest records; the per-layer table still
+    counts every sampled step, equal to the table built from all the records the sinks got."""
+    nn = hookgrad.nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.01)
+    plugin = GradStats(GradStats.Config(keep_records=10, summary=False))
+    with capture_events(("grad_stats", plugin)) as capture:
+        capture.runtime.watch(model)
+        for _ in range(25):
+            optimizer.zero_grad()
+            model(hookgrad.ones(2, 3)).sum().backward()
+            optimizer.step()
+    emitted = capture.of_plugin("grad_stats")
+    assert len(emitted) > 200 and list(plugin.records) == emitted[-10:]
+    table = per_layer_table(emitted)
+    assert gs._table(plugin._layers) == table
+    assert table.splitlines()[1].split()[:2] == ["0", "25"]  # 25 steps counted for layer 0
