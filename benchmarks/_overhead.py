@@ -63,8 +63,6 @@ def overhead_main(
     rng = np.random.default_rng(args.seed)
     rows: Rows = []
     verdicts: Rows = []
-    # Both engines warn that the first layer's input needs no grad (SEMANTICS B-9).
-    warnings.simplefilter("ignore", UserWarning)
     with one_thread():
         print("\n".join(describe_environment()))
         for name in args.workloads.split(","):

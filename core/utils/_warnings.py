@@ -14,6 +14,7 @@ step) points at that call, as torch's do: :func:`user_stacklevel` counts hookgra
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import warnings
@@ -35,16 +36,52 @@ def warn_unless_ignored(
     ``stacklevel`` counts from the caller, as for ``warnings.warn``; None points the warning
     at the first frame outside hookgrad.
     """
-    if _FILTERS_ARE_GLOBAL:
-        for action, pattern, filter_category, module, lineno in warnings.filters:
-            if (pattern is None or pattern.match(message)) and issubclass(
-                category, filter_category
-            ):
-                if action == "ignore" and module is None and lineno == 0:
-                    return
-                break
+    if _FILTERS_ARE_GLOBAL and _globally_ignored(message, category):
+        return
     level = user_stacklevel() if stacklevel is None else stacklevel + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+# (message, category) -> (the filters it was decided for, whether they ignore it everywhere).
+# Filters change rarely and every change makes new entries, so comparing the entries by
+# identity tells a stale decision; a warning raised every step then scans them once.
+_DECISIONS: dict[tuple[str, type[Warning]], tuple[tuple[object, ...], bool]] = {}
+
+
+def _globally_ignored(message: str, category: type[Warning]) -> bool:
+    """Whether the first filter matching ``message`` and ``category`` ignores it, whatever the
+    caller (no module pattern, no line number)."""
+    filters = tuple(warnings.filters)
+    key = (message, category)
+    decided = _DECISIONS.get(key)
+    if decided is not None and decided[0] == filters:
+        return decided[1]
+    ignored = False
+    for action, pattern, filter_category, module, lineno in filters:
+        if (pattern is None or pattern.match(message)) and issubclass(category, filter_category):
+            ignored = action == "ignore" and module is None and lineno == 0
+            break
+    if len(_DECISIONS) >= 64:  # messages with varying text: keep the cache small
+        _DECISIONS.clear()
+    _DECISIONS[key] = (filters, ignored)
+    return ignored
+
+
+def _hookgrad_folders() -> tuple[str, ...]:
+    """The folders of hookgrad's packages, found once (an editable install has three)."""
+    global _FOLDERS
+    if _FOLDERS is None:
+        specs = [importlib.util.find_spec(name) for name in _PACKAGES]
+        _FOLDERS = tuple(
+            os.path.abspath(location) + os.sep
+            for spec in specs
+            if spec is not None
+            for location in spec.submodule_search_locations or ()
+        )
+    return _FOLDERS
+
+
+_FOLDERS: tuple[str, ...] | None = None
 
 
 def user_stacklevel() -> int:
@@ -53,11 +90,7 @@ def user_stacklevel() -> int:
 
     Counted rather than fixed: how deep hookgrad's own frames go is not part of any contract.
     """
-    folders = tuple(
-        os.path.dirname(os.path.abspath(module.__file__)) + os.sep
-        for name in _PACKAGES
-        if (module := sys.modules.get(name)) is not None and module.__file__
-    )
+    folders = _hookgrad_folders()
     level = 1  # the function calling warnings.warn
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(folders):
