@@ -53,8 +53,12 @@ class GlobalHookTable(SnapshotHookDict):
         super().__init__()
 
     def _changed(self) -> None:
-        super()._changed()
-        self._owner._table_changed(self)
+        # Under the owner's lock: a snapshot read from the table here must not overwrite one a
+        # ``_replace`` in another thread made meanwhile (a stale per-call record would then be
+        # captured by the next module call, and its backward events named after another call).
+        with self._owner.lock:
+            super()._changed()
+            self._owner._table_changed(self)
 
     def _replace(self, key: int, hook: Callable[..., Any]) -> None:
         """``hook`` in place of the one under ``key`` if still registered (see ``replace_backward``)."""
@@ -105,9 +109,10 @@ class _GlobalHooks:
         self.forward_plan: tuple[ForwardHookEntry, ...] = ()
         self.backward_lists: _BackwardLists | None = None
         self.active = self.complex = self.backward_only = False
-        # Held while a table changes and while backward_lists is built, so a thread building it
-        # never stores lists made from tables another thread changed meanwhile.
-        self.lock = threading.Lock()
+        # Held while a table changes (its snapshot and the flags) and while backward_lists is
+        # built, so a thread never stores snapshots or lists made from tables another thread
+        # changed meanwhile. Reentrant: a table's change recomputes the owner's state under it.
+        self.lock = threading.RLock()
 
     def _table_changed(self, table: GlobalHookTable) -> None:
         """Recompute the flags and what depends on ``table``; tables change rarely, calls
