@@ -29,6 +29,7 @@ from hookgrad.hookspecs import (
     TensorSummary,
     specs,
 )
+from hookgrad.hookspecs.events import ENGINE_TENSOR
 
 __all__ = ["OUTPUT", "render"]
 
@@ -75,7 +76,7 @@ def python_type(annotation: Any) -> str:
     """``annotation`` as a plugin author would write it: no pydantic metadata, ``X | None``."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Annotated:
-        return python_type(args[0])
+        return "Tensor" if ENGINE_TENSOR in args[1:] else python_type(args[0])
     if origin in (typing.Union, types.UnionType):
         return " | ".join(python_type(arg) for arg in args)
     if origin is typing.Literal:
@@ -166,7 +167,7 @@ def _field_rows(model: type[BaseModel], schema: Mapping[str, Any]) -> list[tuple
     properties = schema["properties"]
     rows: list[tuple[str, ...]] = []
     for name, field in model.model_fields.items():
-        python = python_type(field.annotation)
+        python = "Tensor" if ENGINE_TENSOR in field.metadata else python_type(field.annotation)
         bound = next((m.ge for m in field.metadata if hasattr(m, "ge")), None)
         if bound is not None:
             python += f" (≥ {bound})"

@@ -29,8 +29,10 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    PlainValidator,
     WithJsonSchema,
 )
+from pydantic_core import PydanticCustomError
 
 from hookgrad._tensor import Tensor
 from hookgrad.engines import engine_of
@@ -84,8 +86,25 @@ def _summarise_parameters(parameters: tuple[tuple[str, Tensor], ...]) -> dict[st
     }
 
 
+def _engine_tensor(value: Any) -> Any:
+    """Accept a tensor of any engine the runtime drives (hookgrad's, torch's), as it is."""
+    if isinstance(value, Tensor) or engine_of(value) is not None:
+        return value
+    raise PydanticCustomError(
+        "is_instance_of",
+        "Input should be an instance of Tensor",
+        {"class": "Tensor"},
+    )
+
+
+ENGINE_TENSOR: Final = PlainValidator(_engine_tensor)
+"""The validator of a payload's tensor fields: a ``hookgrad.Tensor`` or another engine's
+tensor (``torch.Tensor`` when the runtime drives torch), typed ``Any`` for plugin code that
+runs on either engine. docs/_generate_events.py shows such a field as ``Tensor``."""
+
 _TensorField: TypeAlias = Annotated[
-    Tensor,
+    Any,
+    ENGINE_TENSOR,
     WithJsonSchema(TENSOR_SUMMARY_SCHEMA),
     PlainSerializer(tensor_stats, return_type=Any, when_used="json"),
 ]
@@ -110,7 +129,7 @@ _Output: TypeAlias = Annotated[
     PlainSerializer(to_json, return_type=Any, when_used="json"),
 ]
 _NamedParameters: TypeAlias = Annotated[
-    tuple[tuple[str, Tensor], ...],
+    tuple[tuple[str, Annotated[Any, ENGINE_TENSOR]], ...],
     WithJsonSchema(
         {
             "type": "object",

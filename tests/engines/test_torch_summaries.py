@@ -93,3 +93,29 @@ def test_tensor_stats_of_something_else_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="tensor_stats\\(\\) takes a tensor, got list"):
         tensor_stats([1.0])  # type: ignore[arg-type]
     assert tensor_stats(hookgrad.ones(2))["norm"] == pytest.approx(math.sqrt(2))
+
+
+def test_payloads_validate_torch_tensors_and_keep_them() -> None:
+    """Validated events take torch tensors where they take hookgrad's, hand the same objects
+    to plugins, and summarise them; anything else is still refused naming the field."""
+    from pydantic import ValidationError
+
+    from hookgrad.hookspecs import BackwardBeginEvent, FullBackwardEvent
+
+    loss, seed = torch.tensor(2.0, requires_grad=True), torch.tensor(3.0)
+    begin = BackwardBeginEvent(step=1, phase="backward_begin", loss=loss, gradient=seed)
+    assert begin.loss is loss and begin.gradient is seed
+    grad = torch.tensor([[1.0, -1.0]])
+    full = FullBackwardEvent(
+        module_name="fc",
+        module_type="Linear",
+        call_index=0,
+        step=1,
+        phase="backward",
+        grad_input=(None,),
+        grad_output=(grad,),
+    )
+    assert full.grad_output[0] is grad
+    assert_same(full.summary()["grad_output"][0], array_stats(grad.numpy()))
+    with pytest.raises(ValidationError, match="loss\n  Input should be an instance of Tensor"):
+        BackwardBeginEvent(step=1, phase="backward_begin", loss=[2.0])
