@@ -1,0 +1,51 @@
+"""One rank of tests/engines/test_torch_ddp.py: run as ``python _ddp_worker.py RANK WORLD PORT``.
+
+Prints one JSON line: the weight gradient the engine's backward-end observer saw, and the
+weights before and after a step every rank's gate vetoed, then after one it allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from hookgrad.engines import engine_named
+
+
+def main(rank: int, world: int, port: int) -> None:
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+    )
+    try:
+        torch.manual_seed(0)
+        model = DistributedDataParallel(torch.nn.Linear(3, 2))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        engine = engine_named("torch")
+        seen: list[list[list[float]]] = []
+        observer = engine.observe_backward(
+            None, lambda root: seen.append(model.module.weight.grad.tolist())
+        )
+        allow = [False]
+        gate = engine.gate_optimizer_steps(lambda opt: allow[0])
+        try:
+            model(torch.full((4, 3), float(rank + 1))).sum().backward()
+            before = model.module.weight.tolist()
+            optimizer.step()
+            vetoed = model.module.weight.tolist()
+            allow[0] = True
+            optimizer.step()
+            taken = model.module.weight.tolist()
+        finally:
+            gate.remove()
+            observer.remove()
+        print(json.dumps({"seen": seen, "before": before, "vetoed": vetoed, "taken": taken}))
+    finally:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(*(int(arg) for arg in sys.argv[1:4]))

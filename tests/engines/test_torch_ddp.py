@@ -1,0 +1,57 @@
+"""The torch engine's loop points under DistributedDataParallel: two real gloo processes."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+WORKER = Path(__file__).with_name("_ddp_worker.py")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def run_ranks(world: int = 2) -> list[dict[str, list[list[float]]]]:
+    """Start ``world`` ranks on loopback; each one's JSON line (both must end, in time)."""
+    port = free_port()
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(rank), str(world), str(port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(world)
+    ]
+    outputs = []
+    try:
+        for process in ranks:
+            out, err = process.communicate(timeout=120)
+            assert process.returncode == 0, err
+            outputs.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for process in ranks:
+            process.kill()
+    return outputs
+
+
+def test_backward_end_sees_averaged_gradients_and_a_veto_holds_on_every_rank() -> None:
+    """Rank r feeds inputs r + 1: the observer sees the average (6 = (4 + 8) / 2) on both ranks;
+    a vetoed step leaves both ranks' weights as they were, an allowed one moves them alike."""
+    first, second = run_ranks()
+    averaged = [[6.0, 6.0, 6.0], [6.0, 6.0, 6.0]]
+    assert first["seen"] == second["seen"] == [averaged]
+    for rank in (first, second):
+        assert rank["vetoed"] == rank["before"]
+        assert rank["taken"] != rank["before"]
+    assert first["taken"] == second["taken"]
