@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 import weakref
 from pathlib import Path
@@ -54,6 +55,8 @@ def refusal(path: Path) -> str | None:
     if path.exists():
         if not os.access(path, os.W_OK):
             return "the file is not writable"
+        if not path.is_file():  # a terminal, a pipe, /dev/null: a stream, nothing to spoil
+            return None
         with path.open("rb") as file:
             head = file.read(_PEEK_BYTES)
         return _not_a_log(head)
@@ -175,8 +178,9 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _drop_cut_tail(fd: int) -> None:
     """Truncate an unterminated last line (left by a crash mid-write) before appending."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+    status = os.fstat(fd)
+    size = status.st_size
+    if not stat.S_ISREG(status.st_mode) or size == 0 or os.pread(fd, 1, size - 1) == b"\n":
         return
     start = max(0, size - _PEEK_BYTES)
     tail = os.pread(fd, size - start, start)

@@ -273,3 +273,25 @@ def test_a_cut_last_line_is_dropped_before_appending(tmp_path: Path) -> None:
     with JsonLinesSink(log) as sink:
         sink.write({"step": 2, "a": 3})
     assert strict_lines(log) == [{"step": 0, "a": 1}, {"step": 2, "a": 3}]
+
+
+def test_a_stream_such_as_dev_null_or_a_pipe_takes_the_log(tmp_path: Path) -> None:
+    """A path that is no regular file (/dev/null, a FIFO) is written to, never read first."""
+    with JsonLinesSink("/dev/null") as sink:
+        sink.write({"step": 0})
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    opened, received = threading.Event(), []
+
+    def read() -> None:
+        with fifo.open(encoding="utf-8") as stream:
+            opened.set()
+            received.append(stream.read())
+
+    reader = threading.Thread(target=read)
+    with JsonLinesSink(fifo) as sink:  # a writer exists now: the reader's open returns
+        reader.start()
+        assert opened.wait(timeout=30)
+        sink.write({"step": 1, "via": "pipe"})
+    reader.join(timeout=30)
+    assert [json.loads(text) for text in received] == [{"step": 1, "via": "pipe"}]
