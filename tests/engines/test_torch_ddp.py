@@ -22,8 +22,16 @@ def free_port() -> int:
 
 
 def run_ranks(world: int = 2) -> list[dict[str, list[list[float]]]]:
-    """Start ``world`` ranks on loopback; each one's JSON line (both must end, in time)."""
-    port = free_port()
+    """Start ``world`` ranks on loopback; each one's JSON line (all must end, in time). A port
+    taken by another process between choosing and binding it is retried with another."""
+    for _ in range(3):
+        outputs = _attempt(world, free_port())
+        if outputs is not None:
+            return outputs
+    raise AssertionError("no free loopback port for the ranks after 3 tries")
+
+
+def _attempt(world: int, port: int) -> list[dict[str, list[list[float]]]] | None:
     ranks = [
         subprocess.Popen(
             [sys.executable, str(WORKER), str(rank), str(world), str(port)],
@@ -37,6 +45,8 @@ def run_ranks(world: int = 2) -> list[dict[str, list[list[float]]]]:
     try:
         for process in ranks:
             out, err = process.communicate(timeout=120)
+            if process.returncode != 0 and "Address already in use" in err:
+                return None
             assert process.returncode == 0, err
             outputs.append(json.loads(out.strip().splitlines()[-1]))
     finally:
