@@ -43,6 +43,7 @@ def main(rank: int, world: int, port: int) -> None:
             gate.remove()
             observer.remove()
         print(json.dumps({"seen": seen, "before": before, "vetoed": vetoed, "taken": taken}))
+        dist.barrier()  # no rank tears gloo down while the other still talks to it
     finally:
         dist.destroy_process_group()
 
