@@ -33,6 +33,23 @@ def lib(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     return hookgrad
 
 
+@pytest.fixture
+def fails_like_torch() -> Callable[[Callable[[Any], object]], None]:
+    """``check(action)``: ``action(hookgrad)`` raises what ``action(torch)`` raises, the same
+    class with the same text (``torch.`` read as ``hookgrad.``)."""
+    torch = pytest.importorskip("torch")
+
+    def check(action: Callable[[Any], object]) -> None:
+        with pytest.raises(Exception) as expected:
+            action(torch)
+        with pytest.raises(Exception) as got:
+            action(hookgrad)
+        assert type(got.value) is type(expected.value)
+        assert str(got.value) == str(expected.value).replace("torch.", "hookgrad.")
+
+    return check
+
+
 @dataclass
 class _FakeDistribution:
     """The two things plugin discovery reads from a distribution."""
