@@ -39,7 +39,7 @@ from ._discovery import (
     find_module,
     load_class_path,
 )
-from ._errors import ConfigError, validate_model
+from ._errors import ConfigError, Origin, validate_model
 
 __all__ = [
     "Planned",
@@ -184,15 +184,37 @@ def unknown_plugin_error(loaded: LoadedConfig, name: str, available: list[str]) 
     """The error for ``[plugins.NAME]`` naming no installed plugin: where, a guess, the choices."""
     origin = loaded._origin(("plugins", name))
     header = ".".join((*origin.prefix, "plugins", name))
+    return _unknown_name(
+        origin,
+        name,
+        f"([{header}])",
+        available,
+        " (a plugin without entry point needs a class_path)",
+        table="plugins",
+        key=name,
+    )
+
+
+def _unknown_name(
+    origin: Origin,
+    name: str,
+    where: str,
+    available: list[str],
+    hint: str = "",
+    *,
+    table: str,
+    key: str,
+) -> ConfigError:
+    """``FILE: unknown plugin 'x' WHERE; did you mean 'y'? available plugins: ...HINT``."""
     close = difflib.get_close_matches(name, available, n=1)
     guess = f"did you mean {close[0]!r}? " if close else ""
     listing = ", ".join(available) if available else "none installed"
     return ConfigError(
-        f"{origin.where}: unknown plugin {name!r} ([{header}]); {guess}available plugins: "
-        f"{listing} (a plugin without entry point needs a class_path)",
+        f"{origin.where}: unknown plugin {name!r} {where}; {guess}available plugins: "
+        f"{listing}{hint}",
         path=origin.path,
-        table="plugins",
-        key=name,
+        table=table,
+        key=key,
         valid_keys=available,
     )
 
@@ -252,17 +274,7 @@ def _check_disable(loaded: LoadedConfig, sources: Mapping[str, PluginSource]) ->
         if name in known:
             continue
         origin = loaded._origin(("disable",))
-        close = difflib.get_close_matches(name, known, n=1)
-        guess = f"did you mean {close[0]!r}? " if close else ""
-        listing = ", ".join(known) if known else "none installed"
-        raise ConfigError(
-            f"{origin.where}: unknown plugin {name!r} in disable; {guess}available plugins: "
-            f"{listing}",
-            path=origin.path,
-            table="",
-            key=f"disable[{index}]",
-            valid_keys=known,
-        )
+        raise _unknown_name(origin, name, "in disable", known, table="", key=f"disable[{index}]")
 
 
 def _class_path(loaded: LoadedConfig, name: str, table: Mapping[str, Any]) -> str | None:
