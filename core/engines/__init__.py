@@ -7,6 +7,7 @@ importing torch then, since asking for it is explicit.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Final
 
@@ -35,6 +36,7 @@ __all__ = [
     "StepPost",
     "available_engines",
     "engine_of",
+    "process_rank",
     "engine_named",
 ]
 
@@ -66,6 +68,24 @@ def engine_of(value: object) -> Engine | None:
         if engine.owns(value):
             return engine
     return None
+
+
+def process_rank() -> tuple[int, int]:
+    """(rank, world size) of this process in a distributed run; (0, 1) outside one.
+
+    ``torch.distributed``'s answer once a process group is initialised (only if torch is
+    already imported), else torchrun's ``RANK`` and ``WORLD_SIZE`` variables, which it sets
+    before the training script runs, so a runtime built before ``init_process_group`` knows
+    its rank too.
+    """
+    torch = sys.modules.get("torch")
+    distributed = getattr(torch, "distributed", None) if torch is not None else None
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        return int(distributed.get_rank()), int(distributed.get_world_size())
+    rank, world = os.environ.get("RANK", ""), os.environ.get("WORLD_SIZE", "")
+    if rank.isdigit() and world.isdigit() and int(rank) < int(world):
+        return int(rank), int(world)
+    return 0, 1
 
 
 def available_engines() -> list[Engine]:

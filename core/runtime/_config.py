@@ -20,6 +20,7 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..engines import process_rank
 from ._errors import ConfigError, Loc, Origin, dotted, split_loc, validate_model
 from ._logfile import Durability, refusal
 
@@ -155,6 +156,10 @@ class LoadedConfig:
     def event_log_path(self, base: Path) -> Path | None:
         """Where ``events.jsonl`` writes (``~`` expanded, relative to ``base``), if anywhere.
 
+        In a distributed run each rank writes its own log: ``{rank}`` in the path is replaced
+        by the rank, and without it, when the world size is above 1, ``.rankN`` goes before the
+        suffix (``events.jsonl`` -> ``events.rank1.jsonl``; :func:`hookgrad.engines.process_rank`).
+
         Raises ConfigError naming the key and the layer that set it when hookgrad would not
         write there (:func:`~hookgrad.runtime._logfile.refusal`: a folder, a file that is not a
         hookgrad log, a place it may not write to). Nothing is created or opened for writing.
@@ -162,7 +167,7 @@ class LoadedConfig:
         value = self.config.events.jsonl
         if value is None:
             return None
-        path = base / Path(value).expanduser()
+        path = base / Path(_per_rank(value)).expanduser()
         try:
             reason = refusal(path)
         except OSError as error:
@@ -185,6 +190,19 @@ class LoadedConfig:
 
     def _origin(self, loc: Loc) -> Origin:
         return _origin_at(self._provenance, loc)
+
+
+def _per_rank(path: str) -> str:
+    """``path`` for this process's rank (see :meth:`LoadedConfig.event_log_path`)."""
+    rank, world = process_rank()
+    if "{rank}" in path:
+        return path.replace("{rank}", str(rank))
+    if world == 1:
+        return path
+    stem, dot, suffix = path.rpartition(".")
+    if not dot or "/" in suffix or not stem:
+        return f"{path}.rank{rank}"
+    return f"{stem}.rank{rank}.{suffix}"
 
 
 def _origin_at(provenance: Provenance, loc: Loc) -> Origin:

@@ -1,4 +1,4 @@
-"""One rank of tests/engines/test_torch_ddp.py: run as ``python _ddp_worker.py RANK WORLD PORT``.
+"""One rank of tests/engines/test_torch_ddp.py: ``python _ddp_worker.py RANK WORLD PORT [DIR]``.
 
 Prints one JSON line: the weight gradient the engine's backward-end observer saw, and the
 weights before and after a step every rank's gate vetoed, then after one it allowed.
@@ -48,5 +48,26 @@ def main(rank: int, world: int, port: int) -> None:
         dist.destroy_process_group()
 
 
+def write_logs(rank: int, world: int, port: int, folder: str) -> None:
+    """Each rank runs a runtime whose config names one events.jsonl (rank-suffixed on disk)."""
+    from hookgrad.runtime import Runtime
+
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+    )
+    try:
+        config = {"events": {"jsonl": f"{folder}/events.jsonl"}}
+        with Runtime(config, environ={}) as runtime:
+            runtime.emit({"plugin": "worker", "kind": "hello", "data": {"rank": rank}})
+        print(json.dumps({"rank": rank}))
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
 if __name__ == "__main__":
-    main(*(int(arg) for arg in sys.argv[1:4]))
+    rank, world, port = (int(arg) for arg in sys.argv[1:4])
+    if len(sys.argv) > 4:
+        write_logs(rank, world, port, sys.argv[4])
+    else:
+        main(rank, world, port)

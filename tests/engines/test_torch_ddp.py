@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,20 +22,20 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def run_ranks(world: int = 2) -> list[dict[str, list[list[float]]]]:
+def run_ranks(world: int = 2, *extra: str) -> list[dict[str, Any]]:
     """Start ``world`` ranks on loopback; each one's JSON line (all must end, in time). A port
     taken by another process between choosing and binding it is retried with another."""
     for _ in range(3):
-        outputs = _attempt(world, free_port())
+        outputs = _attempt(world, free_port(), extra)
         if outputs is not None:
             return outputs
     raise AssertionError("no free loopback port for the ranks after 3 tries")
 
 
-def _attempt(world: int, port: int) -> list[dict[str, list[list[float]]]] | None:
+def _attempt(world: int, port: int, extra: tuple[str, ...]) -> list[dict[str, Any]] | None:
     ranks = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), str(rank), str(world), str(port)],
+            [sys.executable, str(WORKER), str(rank), str(world), str(port), *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -65,3 +66,13 @@ def test_backward_end_sees_averaged_gradients_and_a_veto_holds_on_every_rank() -
         assert rank["vetoed"] == rank["before"]
         assert rank["taken"] != rank["before"]
     assert first["taken"] == second["taken"]
+
+
+def test_each_rank_writes_its_own_event_log(tmp_path: Path) -> None:
+    """One events.jsonl in the config, two gloo ranks: events.rank0.jsonl and events.rank1.jsonl,
+    each holding its own rank's records only."""
+    run_ranks(2, str(tmp_path))
+    for rank in (0, 1):
+        lines = (tmp_path / f"events.rank{rank}.jsonl").read_text().splitlines()
+        assert [json.loads(line)["data"] for line in lines] == [{"rank": rank}]
+    assert not (tmp_path / "events.jsonl").exists()

@@ -99,3 +99,26 @@ def test_an_existing_hookgrad_log_is_appended_to(tmp_path: Path) -> None:
             rt.emit({"plugin": "p", "kind": "run", "data": {"run": run}})
     lines = (tmp_path / "e.jsonl").read_text().splitlines()
     assert [json.loads(line)["data"]["run"] for line in lines] == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("jsonl", "rank", "world", "written"),
+    [
+        ("events.jsonl", "1", "2", "events.rank1.jsonl"),
+        ("runs/{rank}/events.jsonl", "3", "4", "runs/3/events.jsonl"),
+        ("log", "0", "2", "log.rank0"),
+        ("events.jsonl", "0", "1", "events.jsonl"),
+    ],
+)
+def test_each_rank_of_a_distributed_run_writes_its_own_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jsonl: str, rank: str, world: str, written: str
+) -> None:
+    """torchrun's RANK/WORLD_SIZE: {rank} is replaced, else .rankN goes before the suffix."""
+    monkeypatch.setenv("RANK", rank)
+    monkeypatch.setenv("WORLD_SIZE", world)
+    with runtime(tmp_path, jsonl) as rt:
+        rt.emit({"plugin": "p", "kind": "k", "data": {}})
+    assert (tmp_path / written).is_file()
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file() and p.name != "hookgrad.toml"] == [
+        Path(written).name
+    ]
