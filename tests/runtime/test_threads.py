@@ -11,20 +11,12 @@ import pytest
 
 import hookgrad
 from hookgrad import nn, optim
+from hookgrad.hookspecs import HOOK_EVENTS
 from hookgrad.runtime import Runtime
 from hookgrad.runtime._runtime import _DEFAULT
 
 STEPS = 30
-ALL_EVENTS = (
-    "forward_pre",
-    "forward",
-    "backward_pre",
-    "backward",
-    "backward_begin",
-    "backward_end",
-    "optimizer_step_pre",
-    "optimizer_step_post",
-)
+ALL_EVENTS = tuple(model.model_fields["phase"].default for model in HOOK_EVENTS.values())
 # event_log traces every hook point; grad_clip changes training (a foreign clip would show).
 PIPELINE: dict[str, Any] = {
     "events": {"memory": True},
