@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +33,15 @@ def lib(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     if request.param == "torch":
         return pytest.importorskip("torch")
     return hookgrad
+
+
+@pytest.fixture
+def in_empty_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run in an empty directory with no HOOKGRAD_* variable from the shell."""
+    for name in list(os.environ):
+        if name.startswith("HOOKGRAD_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

@@ -68,13 +68,7 @@ class Optional:
 """
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run in an empty directory with no HOOKGRAD_* variable from the shell."""
-    for name in list(os.environ):
-        if name.startswith("HOOKGRAD_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_empty_folder")
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
@@ -45,13 +44,7 @@ HOSTILE_NAMES = [
 _COORDINATES = ("x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "width", "height")
 
 
-@pytest.fixture(autouse=True)
-def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run in an empty directory with no HOOKGRAD_* variable from the shell."""
-    for name in list(os.environ):
-        if name.startswith("HOOKGRAD_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_empty_folder")
 
 
 def _record(
