@@ -43,7 +43,7 @@ from hookgrad.hookspecs import (
     stage,
 )
 
-from ._grads import all_finite
+from hookgrad.engines.numpy._kernels import all_finite
 
 if TYPE_CHECKING:
     from hookgrad import Tensor

@@ -55,7 +55,7 @@ from hookgrad.hookspecs import (
 )
 from hookgrad.utils._warnings import user_stacklevel
 
-from ._grads import all_finite, nonfinite_counts
+from hookgrad.engines.numpy._kernels import all_finite, nonfinite_counts
 
 __all__ = ["Finding", "NanGuard", "NonFiniteGradientError", "NonFiniteGradientWarning"]
 

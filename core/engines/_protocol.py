@@ -5,8 +5,9 @@ Both offer the same torch-style tensor, module and optimizer API, so most of wha
 and the plugins do needs no interface at all. What differs sits here, one adapter per engine
 (:mod:`hookgrad.engines.numpy`, :mod:`hookgrad.engines.torch`): the training-loop points torch
 has no public hook for (an observer around ``backward``, a gate that can veto an optimizer
-step) and, as the work to move the runtime onto this interface goes on, the module hooks and
-the few numeric kernels the plugins share.
+step) and the few numeric kernels the plugins share (norms, finiteness, clipping, summaries), so
+plugin code never names an engine: it asks :func:`hookgrad.engines.engine_of` for the engine
+of the tensors at hand.
 """
 
 from __future__ import annotations
@@ -139,3 +140,9 @@ class Engine(Protocol):
         """Call ``hook(optimizer)`` after every optimizer step taken, after the step's own post
         hooks (the engine's global post hooks run last)."""
         ...
+
+    # ------------------------------------------------------------------ kernels
+    # The numeric work the plugins share, one method per job, implemented by each adapter in
+    # its ``_kernels`` module. Each takes a batch (a sequence of tensors, None entries allowed
+    # where a gradient may be missing), runs where the tensors are and hands at most one
+    # result to the host: a plugin costs at most one device sync per step.

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from .._tensor import Tensor
-from ..autograd._observers import register_backward_observer
-from ..hookspecs._stats import TensorSummary, array_stats
-from ..optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
-from ._protocol import BackwardBegin, BackwardEnd, Removable, StepGate, StepPost
+from ..._tensor import Tensor
+from ...autograd._observers import register_backward_observer
+from ...hookspecs._stats import TensorSummary, array_stats
+from ...optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
+from .._protocol import BackwardBegin, BackwardEnd, Removable, StepGate, StepPost
 
 __all__ = ["NumpyEngine"]
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from hookgrad.plugins._grads import all_finite, nonfinite_counts
+from hookgrad.engines.numpy._kernels import all_finite, nonfinite_counts
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
