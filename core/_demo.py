@@ -1,7 +1,9 @@
 """The demo training runs behind ``hookgrad demo`` and ``examples/train_demo.py``.
 
 Two small problems, each written exactly as for PyTorch, on data generated in code
-(deterministic for a given seed), so a run needs no download:
+(deterministic for a given seed), so a run needs no download, on either engine (``engine``):
+the model is built with the engine's own torch-style API, and a torch model starts from the
+weights the hookgrad model of the same seed gets, so both engines train the same run:
 
 * ``mlp``: a 2-64-64-1 ReLU MLP trained full-batch with MSE on two interleaved spirals;
 * ``cnn``: a Conv2d-ReLU-Flatten-Linear network classifying noisy 8x8 glyphs of the digits 0-4
@@ -18,20 +20,18 @@ installed ``hookgrad`` command cannot import a script from a source checkout.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from . import nn, optim
-from ._creation import from_numpy, manual_seed
-from ._grad_mode import no_grad
-from ._tensor import Tensor
-from .autograd import Function
-from .autograd.function import FunctionCtx
+from ._creation import manual_seed
+from .engines import engine_named
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -168,8 +168,12 @@ def glyph_digits(
     return images[:, None].astype(np.float32), y.astype(np.int64)
 
 
-def build_model(hidden: int = HIDDEN) -> nn.Sequential:
-    """2 -> hidden -> hidden -> 1 with ReLU: enough capacity for the spirals in ~100 steps."""
+def build_model(hidden: int = HIDDEN, *, api: ModuleType | None = None) -> Any:
+    """2 -> hidden -> hidden -> 1 with ReLU: enough capacity for the spirals in ~100 steps.
+
+    ``api`` is the engine's top-level module (``hookgrad``, the default, or ``torch``).
+    """
+    nn = (api or _hookgrad()).nn
     return nn.Sequential(
         nn.Linear(2, hidden),
         nn.ReLU(),
@@ -179,8 +183,10 @@ def build_model(hidden: int = HIDDEN) -> nn.Sequential:
     )
 
 
-def build_cnn(channels: int = 8) -> nn.Sequential:
-    """Conv2d(1, channels, 3) -> ReLU -> Flatten -> Linear to the 5 classes."""
+def build_cnn(channels: int = 8, *, api: ModuleType | None = None) -> Any:
+    """Conv2d(1, channels, 3) -> ReLU -> Flatten -> Linear to the 5 classes (``api``: as
+    :func:`build_model`)."""
+    nn = (api or _hookgrad()).nn
     return nn.Sequential(
         nn.Conv2d(1, channels, 3),
         nn.ReLU(),
@@ -189,16 +195,18 @@ def build_cnn(channels: int = 8) -> nn.Sequential:
     )
 
 
-def accuracy(model: nn.Module, x: Tensor, y: Tensor) -> float:
-    """Share of points whose predicted sign matches the label's."""
-    with no_grad():
-        return float(((model(x) > 0) == (y > 0)).float().mean().item())
+def _hookgrad() -> ModuleType:
+    return sys.modules[__package__]
 
 
-def class_accuracy(model: nn.Module, x: Tensor, y: Tensor) -> float:
-    """Share of images whose highest logit is their class."""
-    with no_grad():
-        return float((model(x).argmax(1) == y).float().mean().item())
+def accuracy(model: Any, x: Any, y: Any) -> float:
+    """Share of points whose predicted sign matches the label's (call under ``no_grad``)."""
+    return float(((model(x) > 0) == (y > 0)).float().mean().item())
+
+
+def class_accuracy(model: Any, x: Any, y: Any) -> float:
+    """Share of images whose highest logit is their class (call under ``no_grad``)."""
+    return float((model(x).argmax(1) == y).float().mean().item())
 
 
 @dataclass(frozen=True)
@@ -208,44 +216,56 @@ class Task:
     name: str
     data: str
     """What the data is, for the first line of the output."""
-    x: Tensor
-    y: Tensor
-    model: nn.Module
-    loss_fn: nn.Module
+    api: ModuleType
+    """The engine's top-level module: ``hookgrad`` or ``torch``."""
+    x: Any
+    y: Any
+    model: Any
+    loss_fn: Any
     lr: float
-    score: Callable[[nn.Module, Tensor, Tensor], float]
+    score: Callable[[Any, Any, Any], float]
 
     def accuracy(self) -> float:
-        return self.score(self.model, self.x, self.y)
+        with self.api.no_grad():
+            return self.score(self.model, self.x, self.y)
 
     def describe(self) -> str:
         """``two spirals: 400 points; model: 4417 parameters``."""
         return f"{self.data}; model: {sum(p.numel() for p in self.model.parameters())} parameters"
 
 
-def _spirals(seed: int) -> Task:
+def _spirals(seed: int, api: ModuleType) -> Task:
     x, y = two_spirals(POINTS_PER_CLASS, seed)
     data = f"two spirals: {len(x)} points"
-    return Task(
-        "mlp", data, from_numpy(x), from_numpy(y), build_model(), nn.MSELoss(), 0.03, accuracy
-    )
+    model, loss_fn = build_model(api=api), api.nn.MSELoss()
+    x_, y_ = api.from_numpy(x), api.from_numpy(y)
+    return Task("mlp", data, api, x_, y_, model, loss_fn, 0.03, accuracy)
 
 
-def _digits(seed: int) -> Task:
+def _digits(seed: int, api: ModuleType) -> Task:
     x, y = glyph_digits(IMAGES_PER_CLASS, seed)
     data = f"glyph digits 0-{len(GLYPHS) - 1}: {len(x)} noisy 8x8 images"
-    model, loss_fn = build_cnn(), nn.CrossEntropyLoss()
-    return Task("cnn", data, from_numpy(x), from_numpy(y), model, loss_fn, 0.05, class_accuracy)
+    model, loss_fn = build_cnn(api=api), api.nn.CrossEntropyLoss()
+    x_, y_ = api.from_numpy(x), api.from_numpy(y)
+    return Task("cnn", data, api, x_, y_, model, loss_fn, 0.05, class_accuracy)
 
 
-MODELS: Final[dict[str, Callable[[int], Task]]] = {"mlp": _spirals, "cnn": _digits}
-"""The demo problems by ``--model`` name."""
+MODELS: Final[dict[str, Callable[[int, ModuleType], Task]]] = {"mlp": _spirals, "cnn": _digits}
+"""The demo problems by ``--model`` name: ``MODELS[name](seed, api)``."""
 
 
-def make_task(model: str, seed: int) -> Task:
-    """The problem ``model`` (a MODELS key) with data and initial weights from ``seed``."""
+def make_task(model: str, seed: int, engine: str = "hookgrad") -> Task:
+    """The problem ``model`` (a MODELS key) with data and initial weights from ``seed``, built
+    on ``engine`` (``"hookgrad"`` or ``"torch"``: same data, same initial weights)."""
     manual_seed(seed)
-    return MODELS[model](seed)
+    task = MODELS[model](seed, _hookgrad())
+    if engine == "hookgrad":
+        return task
+    api = engine_named(engine).api
+    twin = MODELS[model](seed, api)
+    weights = {k: api.from_numpy(v.numpy().copy()) for k, v in task.model.state_dict().items()}
+    twin.model.load_state_dict(weights)
+    return twin
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,27 +273,20 @@ def make_task(model: str, seed: int) -> Task:
 # --------------------------------------------------------------------------------------------
 
 
-class _NanInBackward(Function):
-    """The identity in forward; in backward, the incoming gradient with a NaN in entry 0.
+def _poison(module: Any, args: Any, output: Any) -> None:
+    """A forward hook: the output's gradient gets a NaN in entry 0 on its way into the module.
 
-    Applied to a module's output by the module's own forward hook, it sits inside the span of
-    the module's full backward hooks (those wrap the output after the forward hooks ran), so
-    the module sees a finite grad_output and returns a non-finite grad_input: it produced it.
+    The tensor hook is registered after the module's full backward hooks took hold of the
+    output (global and own hooks wrap it before or as this forward hook runs), so the module
+    sees a finite ``grad_output`` and returns a non-finite ``grad_input``: it produced it.
     """
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, output: Tensor) -> Tensor:
-        return output.clone()
-
-    @staticmethod
-    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        poisoned = grad.numpy().copy()
-        poisoned.flat[0] = np.nan
-        return from_numpy(poisoned)
+    output.register_hook(_with_nan)
 
 
-def _poison(module: nn.Module, args: Any, output: Tensor) -> Tensor:
-    return _NanInBackward.apply(output)
+def _with_nan(grad: Any) -> Any:
+    poisoned = grad.clone()
+    poisoned.view(-1)[0] = float("nan")
+    return poisoned
 
 
 @dataclass(frozen=True)
@@ -302,7 +315,7 @@ class NanInjection:
                 f"no module {self.module!r} in the {task.name} model; modules: {listing}"
             )
 
-    def at(self, model: nn.Module, step: int) -> AbstractContextManager[Any]:
+    def at(self, model: Any, step: int) -> AbstractContextManager[Any]:
         """Within the block, forward calls poison the module's backward if ``step`` is ours."""
         if step != self.step:
             return nullcontext()
@@ -328,7 +341,7 @@ def run(
     "data": {"loss", "accuracy" (logged steps only)}}`` with the runtime's step of that
     optimizer step, so it lines up with the plugins' records.
     """
-    optimizer = optim.SGD(task.model.parameters(), lr=task.lr, momentum=0.9)
+    optimizer = task.api.optim.SGD(task.model.parameters(), lr=task.lr, momentum=0.9)
     if runtime is not None:
         runtime.watch(task.model)  # parameter names for the plugins even without module hooks
     for step in range(1, steps + 1):

@@ -32,6 +32,7 @@ import numpy as np
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 import hookgrad
+from hookgrad.engines.numpy._kernels import all_finite
 from hookgrad.hookspecs import (
     BackwardBeginEvent,
     BackwardPreEvent,
@@ -42,8 +43,6 @@ from hookgrad.hookspecs import (
     hookimpl,
     stage,
 )
-
-from hookgrad.engines.numpy._kernels import all_finite
 
 if TYPE_CHECKING:
     from hookgrad import Tensor

@@ -40,6 +40,7 @@ from pydantic import Field, field_validator, model_validator
 
 import hookgrad
 from hookgrad import Tensor
+from hookgrad.engines.numpy._kernels import all_finite, nonfinite_counts
 from hookgrad.hookspecs import (
     BackwardBeginEvent,
     BackwardEndEvent,
@@ -54,8 +55,6 @@ from hookgrad.hookspecs import (
     stage,
 )
 from hookgrad.utils._warnings import user_stacklevel
-
-from hookgrad.engines.numpy._kernels import all_finite, nonfinite_counts
 
 __all__ = ["Finding", "NanGuard", "NonFiniteGradientError", "NonFiniteGradientWarning"]
 

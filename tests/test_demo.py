@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from hookgrad._demo import NanInjection, glyph_digits, make_task
+from hookgrad._demo import NanInjection, glyph_digits, make_task, run
 from hookgrad._report import findings, gradient_flow, render_svg
 from hookgrad._report_records import plugin_entries
 from hookgrad._svg import Scale, log_ticks, nice_ticks, staircase
@@ -496,3 +496,18 @@ def test_nan_injection_parses_and_checks() -> None:
     injection.check(make_task("mlp", 0), steps=30)
     with pytest.raises(ValueError, match="no module '4' in the cnn model; modules: 0 \\(Conv2d\\)"):
         NanInjection(3, "4").check(make_task("cnn", 0), steps=30)
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_demo_trains_the_same_run_on_torch(model: str) -> None:
+    """make_task(engine="torch") starts from the hookgrad model's weights and data, so both
+    engines train the same losses (float32 tolerance), a NaN injection included."""
+    pytest.importorskip("torch")
+    losses = {}
+    for engine in ("hookgrad", "torch"):
+        task = make_task(model, seed=3, engine=engine)
+        assert type(task.model).__module__.split(".")[0] == engine
+        injection = NanInjection(4, "0")
+        losses[engine] = [r.loss for r in run(task, 8, 4, inject_nan=injection)]
+    assert math.isnan(losses["torch"][4]) and math.isnan(losses["hookgrad"][4])
+    assert losses["torch"] == pytest.approx(losses["hookgrad"], rel=1e-5, nan_ok=True)

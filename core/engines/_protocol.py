@@ -13,6 +13,7 @@ of the tensors at hand.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
@@ -108,6 +109,12 @@ class Engine(Protocol):
     @property
     def name(self) -> str:
         """``"hookgrad"`` or ``"torch"``: the value of the ``engine`` config key."""
+        ...
+
+    @property
+    def api(self) -> ModuleType:
+        """The engine's torch-style top-level module (``hookgrad`` or ``torch``), for code that
+        builds the same model or tensors on either engine (the demo, the tests)."""
         ...
 
     def owns(self, value: object) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any, Final
 
 from ..._tensor import Tensor
@@ -18,6 +20,10 @@ class NumpyEngine:
     """hookgrad's numpy engine: every hook point the runtime needs is native here."""
 
     name: Final = "hookgrad"
+
+    @property
+    def api(self) -> ModuleType:
+        return sys.modules["hookgrad"]
 
     def owns(self, value: object) -> bool:
         return isinstance(value, Tensor)

@@ -27,6 +27,7 @@ class TorchEngine:
     """PyTorch (CPU, CUDA, DistributedDataParallel) as an engine of the runtime."""
 
     name: Final = "torch"
+    api: Final = torch
 
     def owns(self, value: object) -> bool:
         return isinstance(value, torch.Tensor)
