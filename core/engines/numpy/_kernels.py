@@ -84,7 +84,7 @@ def clip_with_norm_(tensors: Sequence[Tensor | None], max_norm: float, total_nor
     """:meth:`hookgrad.engines.Engine.clip_with_norm_`: :func:`clip_grads_with_norm_`'s
     coefficient and product, skipped when the coefficient is exactly 1."""
     present = [t for t in tensors if t is not None]
-    dtype = np.result_type(*(t._data.dtype for t in present)) if present else np.float32
+    dtype = np.result_type(*(t._data.dtype for t in present)) if present else np.dtype(np.float32)
     with np.errstate(divide="ignore", invalid="ignore"):  # inf * 0 = nan, silently, as in torch
         coefficient = np.minimum(max_norm / (dtype.type(total_norm) + 1e-6), 1.0)
         if coefficient != 1.0:
