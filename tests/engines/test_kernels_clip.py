@@ -9,6 +9,7 @@ tolerance.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -292,3 +293,63 @@ def test_agc_eps_floors_the_weight_norm_and_no_grads_is_nothing(engine_name):
     assert (pre, clipped) == (5.0, True) and post == pytest.approx(1e-3, rel=1e-6)
     np.testing.assert_allclose(grad.numpy(), [6e-4, 8e-4], rtol=1e-6)
     assert engine.agc_clip_([lib.zeros(2)], [None], 0.1, 0.01) == (0.0, 0.0, False)
+
+
+# ---------------------------------------------------------------------- devices
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here"),
+    ),
+]
+CUDA_ONLY = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+
+
+def _device_grads(device: str) -> list[Any]:
+    torch.manual_seed(0)
+    return [torch.randn(64, 32, device=device) * 3, torch.randn(32, device=device), None]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_kernels_on_a_device_equal_clip_grad_norm_and_the_cpu(device):
+    """On the device: clip_grad_norm_'s gradients; norms, clamp and AGC as on the CPU."""
+    grads, reference = _device_grads(device), _device_grads(device)
+    [(total, two)] = TORCH.total_norms([grads], (math.inf, 2.0))
+    TORCH.clip_with_norm_(grads, 1.0, total)
+    torch.nn.utils.clip_grad_norm_([_with_grad(g) for g in reference[:2]], 1.0, math.inf)
+    for mine, theirs in zip(grads[:2], reference[:2]):
+        torch.testing.assert_close(mine, theirs, rtol=1e-6, atol=0.0)
+    on_cpu = [None if g is None else g.cpu() for g in _device_grads(device)]
+    assert two == pytest.approx(TORCH.total_norms([on_cpu], (2.0,))[0][0], rel=1e-6)
+    clamped = TORCH.clamp(_device_grads(device), 0.5, in_place=False)
+    assert clamped[1:] == pytest.approx(TORCH.clamp(on_cpu, 0.5, in_place=False)[1:], rel=1e-6)
+    weights = [torch.ones_like(g) for g in on_cpu[:2]]
+    assert TORCH.agc_clip_(
+        [w.to(device) for w in weights], _device_grads(device), 0.01, 1e-3
+    ) == pytest.approx(TORCH.agc_clip_(weights, on_cpu, 0.01, 1e-3), rel=1e-5)
+
+
+@CUDA_ONLY
+def test_each_kernel_syncs_at_most_once_on_cuda():
+    """torch's sync debug mode sees one host sync per kernel call, none for clip_with_norm_."""
+    grads = _device_grads("cuda")
+    weights = [torch.ones_like(g) for g in grads[:2]]
+    calls = {
+        "total_norms": lambda: TORCH.total_norms([grads, grads[:1]], (2.0, math.inf)),
+        "clip_with_norm_": lambda: TORCH.clip_with_norm_(grads, 1.0, 5.0),
+        "clamp": lambda: TORCH.clamp(grads, 0.5, in_place=True),
+        "agc_clip_": lambda: TORCH.agc_clip_(weights, grads, 0.01, 1e-3),
+    }
+    expected = {"total_norms": 1, "clip_with_norm_": 0, "clamp": 1, "agc_clip_": 1}
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        for name, call in calls.items():
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                call()
+            syncs = [w for w in caught if "synchroniz" in str(w.message)]
+            assert len(syncs) == expected[name], name
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
