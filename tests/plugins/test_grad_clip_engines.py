@@ -127,9 +127,10 @@ def test_per_module_on_torch_is_clip_grad_norm_per_module_bit_for_bit():
 
 @pytest.mark.parametrize("mode", ["norm", "per_module", "autoclip"])
 def test_error_if_nonfinite_raises_torchs_error_on_both_engines(mode):
-    """An inf gradient: the RuntimeError text torch raises, and no gradient changed."""
+    """An inf gradient: the RuntimeError text torch raises, and no gradient changed (for
+    per_module, not even those of the modules before the one at fault)."""
     weights, grads = arrays(1.0, 0), arrays(3.0, 7)
-    grads["fc.bias"][1] = np.inf
+    grads["b.w"][1] = np.inf  # the last module
     with pytest.raises(RuntimeError) as expected:
         torch.nn.utils.clip_grad_norm_(
             [p for _, p in parameters(torch, weights, grads)], 1.0, error_if_nonfinite=True
