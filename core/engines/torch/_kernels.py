@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import torch
@@ -99,7 +99,10 @@ def _summary(tensor: torch.Tensor, values: list[float]) -> TensorSummary:
 _AGC_MIN_GRAD_NORM: Final = 1e-6
 """Floor of a unit's gradient norm in the AGC scale factor (Brock et al., timm): no 0/0."""
 
-_HOST_SCALARS: Final = {torch.float32: np.float32, torch.float64: np.float64}
+_HOST_SCALARS: Final[dict[torch.dtype, type[np.floating[Any]]]] = {
+    torch.float32: np.float32,
+    torch.float64: np.float64,
+}
 """Dtypes whose torch arithmetic numpy scalars repeat bit for bit: the op's own dtype, IEEE."""
 
 
@@ -215,4 +218,4 @@ def _to_host(values: Sequence[torch.Tensor]) -> list[float]:
     if len(values) == 1:
         return [values[0].item()]
     device = values[0].device
-    return torch.stack([v.to(device) for v in values]).tolist()  # type: ignore[no-any-return]
+    return torch.stack([v.to(device) for v in values]).tolist()
