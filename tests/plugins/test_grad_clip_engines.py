@@ -7,6 +7,7 @@ tensors of the same values; on torch, ``mode = "norm"`` leaves the gradients bit
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import hookgrad
+from hookgrad.engines import engine_named
 from hookgrad.hookspecs import FullBackwardEvent, OptimizerStepPreEvent
 from hookgrad.plugins.grad_clip import GradClip
 from hookgrad.testing import capture_events
@@ -171,3 +173,40 @@ def test_grad_input_on_torch_gives_the_same_clamp_and_record():
     np.testing.assert_array_equal(t_clamped, h_clamped)
     assert_same_records(t_records, h_records)
     assert [r["data"]["nonfinite"] for r in t_records] == [True]
+
+
+def _torch_runtime(config: dict[str, Any]) -> hookgrad.Runtime:
+    """A runtime whose training-loop points watch torch (until Runtime takes an engine)."""
+    runtime = hookgrad.Runtime(config, environ={})
+    runtime._loop.engines = (engine_named("torch"),)
+    return runtime
+
+
+def _train(model: Any, clip: bool) -> None:
+    """Three SGD steps on a fixed batch; ``clip``: clip_grad_norm_ to 0.5 by hand."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 3, generator=torch.Generator().manual_seed(1)) * 5
+    for _ in range(3):
+        optimizer.zero_grad()
+        (model(x) ** 2).sum().backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        optimizer.step()
+
+
+def test_a_torch_training_loop_under_the_runtime_is_clip_grad_norm_bit_for_bit():
+    """A plain torch loop under grad_clip (norm) ends with the weights of the same loop
+    calling clip_grad_norm_ itself, and records each step's clip."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    reference = copy.deepcopy(model)
+    config = {"plugins": {"grad_clip": {"max_norm": 0.5}}, "events": {"memory": True}}
+    with _torch_runtime(config) as runtime:
+        _train(model, clip=False)
+    _train(reference, clip=True)
+    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+        assert torch.equal(p, q), name
+    assert runtime.memory is not None
+    records = [r for r in runtime.memory.records if r.get("plugin") == "grad_clip"]
+    assert [(r["step"], r["data"]["clipped"]) for r in records] == [(0, True), (1, True), (2, True)]
+    assert all(r["data"]["post_norm"] == pytest.approx(0.5, rel=1e-6) for r in records)
