@@ -49,15 +49,6 @@ Grads: TypeAlias = tuple[Any, ...]
 """Gradients of a module call's inputs or outputs, one entry each (None where there is none)."""
 
 
-class Clamped(NamedTuple):
-    """What :meth:`Engine.clamp` did: the clamped tensors (None: nothing was outside the
-    limit, nothing changed) and the 2-norm of all the tensors before and after."""
-
-    tensors: tuple[Any, ...] | None
-    pre_norm: float
-    post_norm: float
-
-
 class ModuleCall(Protocol):
     """One module call's backward events: what the engine calls during backward.
 
@@ -191,7 +182,8 @@ class Engine(Protocol):
         ``Tensor.clamp``) does; also the 2-norm of all tensors before and after.
 
         None entries are skipped and kept (as None) in ``Clamped.tensors``, which is None when
-        no entry was outside. One host sync.
+        no entry was outside: the values are then unchanged (torch's adapter, which clamps
+        before it knows, to keep to one host sync, has written them in place nonetheless).
         """
         ...
 
@@ -207,3 +199,12 @@ class Engine(Protocol):
         1e-6). None grads are skipped. One host sync for all parameters.
         """
         ...
+
+
+class Clamped(NamedTuple):
+    """What :meth:`Engine.clamp` did: the clamped tensors (None: nothing was outside the
+    limit, nothing changed) and the 2-norm of all the tensors before and after."""
+
+    tensors: tuple[Any, ...] | None
+    pre_norm: float
+    post_norm: float
