@@ -14,6 +14,10 @@ runtime installs nothing for it (a global full backward hook would cost every mo
 
 Every clip is reported as a ``kind="clip"`` record whose norms are 2-norms of the gradients
 concerned, whatever ``norm_type`` the clipping used.
+
+The numeric work is the engine's (the kernels of :class:`hookgrad.engines.Engine`, found with
+:func:`hookgrad.engines.engine_of` from the gradients at hand), so the same code clips
+hookgrad and torch gradients, the latter where they are, with one host sync per step.
 """
 
 from __future__ import annotations
