@@ -14,20 +14,24 @@ runtime installs nothing for it (a global full backward hook would cost every mo
 
 Every clip is reported as a ``kind="clip"`` record whose norms are 2-norms of the gradients
 concerned, whatever ``norm_type`` the clipping used.
+
+The numeric work is the engine's (the kernels of :class:`hookgrad.engines.Engine`, found with
+:func:`hookgrad.engines.engine_of` from the gradients at hand), so the same code clips
+hookgrad and torch gradients, the latter where they are, with one host sync per step.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterable
-from typing import Final, Literal, TypeAlias
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeAlias
 
 import numpy as np
 from pydantic import Field, JsonValue, ValidationInfo, field_validator
 
 import hookgrad
-from hookgrad import Tensor
+from hookgrad.engines import Engine, engine_of
 from hookgrad.hookspecs import (
     FullBackwardEvent,
     OptimizerStepPreEvent,
@@ -36,7 +40,6 @@ from hookgrad.hookspecs import (
     hookimpl,
     stage,
 )
-from hookgrad.nn.utils import clip_grad_value_, clip_grads_with_norm_, get_total_norm
 
 __all__ = ["GradClip"]
 
@@ -56,9 +59,6 @@ _MODE_FIELDS: Final[dict[str, frozenset[str]]] = {
 }
 """The mode-specific settings each mode reads; setting another mode's is a config error."""
 _ALL_MODE_FIELDS: Final = frozenset().union(*_MODE_FIELDS.values())
-
-_AGC_MIN_GRAD_NORM: Final = 1e-6
-"""Floor of a unit's gradient norm in the AGC scale factor (Brock et al., timm): no 0/0."""
 
 # (pre_norm, post_norm, threshold, clipped): one clip as its record reports it.
 _Outcome: TypeAlias = tuple[float, float, float | None, bool]
@@ -127,7 +127,7 @@ class GradClip:
         self.config = config
         self.runtime: hookgrad.Runtime | None = None
         self._history: deque[float] = deque(maxlen=config.history)
-        strategies: dict[str, Callable[[int, list[tuple[str, Tensor]]], None]] = {
+        strategies: dict[str, Callable[[int, list[tuple[str, Any]]], None]] = {
             "norm": self._global(self._clip_norm),
             "value": self._global(self._clip_value),
             "agc": self._global(self._clip_agc),
@@ -156,75 +156,91 @@ class GradClip:
             self._strategy(event.step, named)
 
     @hookimpl
-    def hookgrad_full_backward(self, event: FullBackwardEvent) -> tuple[Tensor | None, ...] | None:
+    def hookgrad_full_backward(self, event: FullBackwardEvent) -> tuple[Any, ...] | None:
         """Clamp ``grad_input`` to ``[-clip_value, clip_value]``; None when nothing exceeds it."""
-        limit = self.config.clip_value
         grads = event.grad_input
-        if not any(g is not None and _exceeds(g._data, limit) for g in grads):
+        present = next((g for g in grads if g is not None), None)
+        if present is None:
             return None
-        clamped = tuple(None if g is None else g.clamp(-limit, limit) for g in grads)
-        outcome = (_two_norm(grads), _two_norm(clamped), limit, True)
-        self._emit(event.step, event.module_name, outcome)
-        return clamped
+        limit = self.config.clip_value
+        clamped = _engine_of(present).clamp(grads, limit, in_place=False)
+        if clamped.tensors is None:
+            return None
+        self._emit(
+            event.step, event.module_name, (clamped.pre_norm, clamped.post_norm, limit, True)
+        )
+        return clamped.tensors
 
     # ------------------------------------------------------------------ optimizer-step modes
     def _global(
-        self, clip: Callable[[list[Tensor]], _Outcome]
-    ) -> Callable[[int, list[tuple[str, Tensor]]], None]:
+        self, clip: Callable[[Engine, list[Any]], _Outcome]
+    ) -> Callable[[int, list[tuple[str, Any]]], None]:
         """A mode that clips all selected gradients together: one record per step."""
 
-        def run(step: int, named: list[tuple[str, Tensor]]) -> None:
-            self._emit(step, None, clip([p for _, p in named]))
+        def run(step: int, named: list[tuple[str, Any]]) -> None:
+            self._emit(step, None, clip(_engine_of(named[0][1]), [p for _, p in named]))
 
         return run
 
-    def _clip_per_module(self, step: int, named: list[tuple[str, Tensor]]) -> None:
-        """``clip_grad_norm_`` per owning module (the name before the last dot): one record each."""
-        groups: dict[str, list[Tensor]] = {}
+    def _clip_per_module(self, step: int, named: list[tuple[str, Any]]) -> None:
+        """``clip_grad_norm_`` per owning module (the name before the last dot): one record each.
+
+        Every module's norms are taken first, together (one sync), so an error_if_nonfinite
+        failure leaves every gradient as it was.
+        """
+        groups: dict[str, list[Any]] = {}
         for name, p in named:
-            groups.setdefault(name.rpartition(".")[0], []).append(p)
-        for module_name, params in groups.items():
-            self._emit(step, module_name, self._clip_norm(params))
+            groups.setdefault(name.rpartition(".")[0], []).append(p.grad)
+        engine = _engine_of(named[0][1])
+        norms = self._norms(engine, list(groups.values()))
+        for (module_name, grads), (total, pre) in zip(groups.items(), norms):
+            self._emit(
+                step, module_name, _scale_to(engine, grads, self.config.max_norm, total, pre)
+            )
 
-    def _clip_norm(self, params: list[Tensor]) -> _Outcome:
+    def _clip_norm(self, engine: Engine, params: list[Any]) -> _Outcome:
         """``clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite)``."""
-        config = self.config
-        grads = _grads(params)
-        total = get_total_norm(grads, config.norm_type, config.error_if_nonfinite)
-        pre = float(total) if config.norm_type == 2.0 else float(get_total_norm(grads, 2.0))
-        return _scale_to(params, config.max_norm, total, pre)
+        grads = [p.grad for p in params]
+        [(total, pre)] = self._norms(engine, [grads])
+        return _scale_to(engine, grads, self.config.max_norm, total, pre)
 
-    def _clip_auto(self, params: list[Tensor]) -> _Outcome:
+    def _norms(self, engine: Engine, groups: list[list[Any]]) -> list[tuple[float, float]]:
+        """Each group's total ``norm_type``-norm (checked by error_if_nonfinite) and 2-norm."""
+        config = self.config
+        if config.norm_type == 2.0:
+            norms = engine.total_norms(groups, (2.0,), config.error_if_nonfinite)
+            return [(total, total) for (total,) in norms]
+        norms = engine.total_norms(groups, (config.norm_type, 2.0), config.error_if_nonfinite)
+        return [(total, two) for total, two in norms]
+
+    def _clip_auto(self, engine: Engine, params: list[Any]) -> _Outcome:
         """AutoClip: clip the total 2-norm to a percentile of the recent ones, this one included.
 
         A nan or inf norm is kept out of the history, where it would poison the percentile
         for ``history`` steps; while the history is empty nothing is clipped.
         """
-        total = get_total_norm(_grads(params), 2.0, self.config.error_if_nonfinite)
-        norm = float(total)
+        grads = [p.grad for p in params]
+        [(norm,)] = engine.total_norms([grads], (2.0,), self.config.error_if_nonfinite)
         if math.isfinite(norm):
             self._history.append(norm)
         if not self._history:
             return norm, norm, None, False
         history = np.fromiter(self._history, np.float64, len(self._history))  # 2x np.array's speed
         threshold = float(np.percentile(history, self.config.percentile))
-        return _scale_to(params, threshold, total, norm)
+        return _scale_to(engine, grads, threshold, norm, norm)
 
-    def _clip_value(self, params: list[Tensor]) -> _Outcome:
+    def _clip_value(self, engine: Engine, params: list[Any]) -> _Outcome:
         """``clip_grad_value_(params, clip_value)``, skipped when no entry exceeds the limit."""
         limit = self.config.clip_value
-        grads = _grads(params)
-        pre = _two_norm(grads)
-        if not any(_exceeds(g._data, limit) for g in grads):
-            return pre, pre, limit, False
-        clip_grad_value_(params, limit)
-        return pre, _two_norm(grads), limit, True
+        clamped = engine.clamp([p.grad for p in params], limit, in_place=True)
+        return clamped.pre_norm, clamped.post_norm, limit, clamped.tensors is not None
 
-    def _clip_agc(self, params: list[Tensor]) -> _Outcome:
-        """Adaptive gradient clipping, unit by unit (see :func:`_agc_clip`)."""
-        clipping, eps = self.config.agc_clipping, self.config.agc_eps
-        pre_sq, post_sq, clipped = zip(*(_agc_clip(p, clipping, eps) for p in params))
-        return math.sqrt(sum(pre_sq)), math.sqrt(sum(post_sq)), clipping, any(clipped)
+    def _clip_agc(self, engine: Engine, params: list[Any]) -> _Outcome:
+        """Adaptive gradient clipping, unit by unit (:meth:`Engine.agc_clip_`)."""
+        clipping = self.config.agc_clipping
+        grads = [p.grad for p in params]
+        pre, post, clipped = engine.agc_clip_(params, grads, clipping, self.config.agc_eps)
+        return pre, post, clipping, clipped
 
     # ------------------------------------------------------------------ records
     def _emit(self, step: int, module_name: str | None, outcome: _Outcome) -> None:
@@ -246,17 +262,19 @@ class GradClip:
         )
 
 
-# ---------------------------------------------------------------------- array helpers
-def _grads(params: Iterable[Tensor]) -> list[Tensor]:
-    """The parameters' gradients (the step hook passes only parameters that have one)."""
-    return [g for p in params if (g := p.grad) is not None]
+# ---------------------------------------------------------------------- helpers
+def _engine_of(tensor: Any) -> Engine:
+    """The engine of the tensors a hook was given."""
+    engine = engine_of(tensor)
+    if engine is None:
+        raise TypeError(f"grad_clip: not a tensor of any engine: {type(tensor).__name__}")
+    return engine
 
 
-def _scale_to(params: list[Tensor], max_norm: float, total: Tensor, pre: float) -> _Outcome:
+def _scale_to(
+    engine: Engine, grads: list[Any], max_norm: float, total: float, pre: float
+) -> _Outcome:
     """``clip_grads_with_norm_`` to ``max_norm``; ``pre`` is the 2-norm before it.
-
-    A coefficient of exactly 1 leaves the gradients alone (torch multiplies by it): the values
-    are the same and the version counters do not move, so later stages know nothing changed.
 
     The post-clip 2-norm is ``pre`` times the coefficient the gradients were multiplied by
     (computed as torch does, in the norm's dtype), which spares a second pass over them.
@@ -264,67 +282,8 @@ def _scale_to(params: list[Tensor], max_norm: float, total: Tensor, pre: float) 
     coefficient was below 1: it is ``max_norm / (norm + 1e-6)``, a hair under 1 also for a
     norm equal to ``max_norm``, as autoclip's first step has.
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        coefficient = float(np.minimum(max_norm / (total._data + 1e-6), 1.0))
-    if coefficient != 1.0:  # torch multiplies by 1.0 too; skipping it keeps the versions
-        clip_grads_with_norm_(params, max_norm, total)
-    return pre, pre * coefficient, max_norm, not float(total) <= max_norm
-
-
-def _exceeds(array: np.ndarray, limit: float) -> bool:
-    """Whether some entry lies outside ``[-limit, limit]``; NaN entries do not, infinities do.
-
-    ``fmax``/``fmin`` skip NaN where ``max``/``min`` would return it and hide the other
-    entries, at the same cost.
-    """
-    if array.size == 0:
-        return False
-    return bool(np.fmax.reduce(array, axis=None) > limit) or bool(
-        np.fmin.reduce(array, axis=None) < -limit
-    )
-
-
-def _two_norm(tensors: Iterable[Tensor | None]) -> float:
-    """The 2-norm of all the tensors viewed as one vector (None entries skipped)."""
-    return float(get_total_norm([t for t in tensors if t is not None], 2.0))
-
-
-def _unit_norms(array: np.ndarray) -> np.ndarray:
-    """2-norms of the units of a parameter, timm's ``unitwise_norm`` rule.
-
-    An array of two or more dims has one unit per index of its first dim (an output row of a
-    Linear weight), normed over all the other dims and shaped to broadcast against the array
-    (keepdims); a vector or scalar (a bias, a gain) is a single unit.
-    """
-    if array.ndim <= 1:
-        flat = array.reshape(-1)
-        return np.sqrt(np.dot(flat, flat))
-    rows = array.reshape(array.shape[0], math.prod(array.shape[1:]))  # -1 fails on 0 rows
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    return norms.reshape(array.shape[0], *(1,) * (array.ndim - 1))
-
-
-def _agc_clip(param: Tensor, clipping: float, eps: float) -> tuple[float, float, bool]:
-    """Clip one parameter's gradient unit-wise (Brock et al. 2021), in place.
-
-    A unit whose gradient norm exceeds ``clipping * max(weight norm, eps)`` is scaled down to
-    that norm, the others are left alone. Returns the gradient's squared 2-norm before and
-    after, and whether any unit was scaled.
-    """
-    grad = param.grad
-    if grad is None:
-        return 0.0, 0.0, False
-    grad_norm = _unit_norms(grad._data)
-    max_norm = clipping * np.maximum(_unit_norms(param._data), eps)
-    pre_sq = float(np.vdot(grad_norm, grad_norm))
-    over = grad_norm > max_norm
-    if not over.any():
-        return pre_sq, pre_sq, False
-    floor = np.maximum(grad_norm, _AGC_MIN_GRAD_NORM)
-    scale = np.where(over, max_norm / floor, 1.0).astype(grad_norm.dtype)
-    grad.mul_(hookgrad.from_numpy(scale))
-    post_norm = grad_norm * scale
-    return pre_sq, float(np.vdot(post_norm, post_norm)), True
+    coefficient = engine.clip_with_norm_(grads, max_norm, total)
+    return pre, pre * coefficient, max_norm, not total <= max_norm
 
 
 def _json_float(value: float) -> float | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
     from ..hookspecs import TensorSummary
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BackwardBegin",
     "BackwardEnd",
+    "Clamped",
     "Engine",
     "Grads",
     "HandleGroup",
@@ -153,3 +154,64 @@ class Engine(Protocol):
     # its ``_kernels`` module. Each takes a batch (a sequence of tensors, None entries allowed
     # where a gradient may be missing), runs where the tensors are and hands at most one
     # result to the host: a plugin costs at most one device sync per step.
+
+    # --- grad_clip kernels: total norms, clipping to a norm, by value, unit-wise (AGC) ---
+    def total_norms(
+        self,
+        groups: Sequence[Sequence[Any]],
+        norm_types: Sequence[float],
+        error_if_nonfinite: bool = False,
+    ) -> list[tuple[float, ...]]:
+        """For each group, its norm of each order in ``norm_types``: all tensors of the group
+        viewed as one vector, as ``torch.nn.utils.get_total_norm`` computes it (in the tensors'
+        promoted dtype; ``inf`` is the max-abs norm; an empty group's norm is 0.0).
+
+        None entries are skipped. ``error_if_nonfinite``: raise torch's RuntimeError when a
+        group's norm of the first order is nan or inf. One host sync for all groups and orders.
+        """
+        ...
+
+    def clip_with_norm_(self, tensors: Sequence[Any], max_norm: float, total_norm: float) -> float:
+        """Scale the tensors in place by ``min(max_norm / (total_norm + 1e-6), 1)``, computed
+        as ``torch.nn.utils.clip_grads_with_norm_`` does, in the tensors' promoted dtype; return
+        that coefficient.
+
+        A coefficient of exactly 1 (or no tensor) changes nothing, not even a version counter
+        (torch multiplies by 1.0); a nan or inf ``total_norm`` makes the tensors nan or zero,
+        as in torch. None entries are skipped. No host sync: the coefficient is computed on
+        the host from ``total_norm`` (a :meth:`total_norms` result).
+        """
+        ...
+
+    def clamp(self, tensors: Sequence[Any], limit: float, *, in_place: bool) -> Clamped:
+        """Clamp the tensors to ``[-limit, limit]`` if some entry lies outside (NaN entries do
+        not, infinities do), in place or into new tensors, as ``clip_grad_value_`` (resp.
+        ``Tensor.clamp``) does; also the 2-norm of all tensors before and after.
+
+        None entries are skipped and kept (as None) in ``Clamped.tensors``, which is None when
+        no entry was outside: the values are then unchanged (torch's adapter, which clamps
+        before it knows, to keep to one host sync, has written them in place nonetheless).
+        """
+        ...
+
+    def agc_clip_(
+        self, weights: Sequence[Any], grads: Sequence[Any | None], clipping: float, eps: float
+    ) -> tuple[float, float, bool]:
+        """Adaptive gradient clipping (Brock et al. 2021), each ``grads[i]`` in place against
+        ``weights[i]``: (2-norm of all grads before, after, whether any unit was scaled).
+
+        A unit is an output row (index of the first dim) of a tensor of two or more dims, the
+        whole tensor otherwise (timm's ``unitwise_norm``); a unit whose gradient norm exceeds
+        ``clipping * max(weight norm, eps)`` is scaled down to it (gradient norm floored at
+        1e-6). None grads are skipped. One host sync for all parameters.
+        """
+        ...
+
+
+class Clamped(NamedTuple):
+    """What :meth:`Engine.clamp` did: the clamped tensors (None: nothing was outside the
+    limit, nothing changed) and the 2-norm of all the tensors before and after."""
+
+    tensors: tuple[Any, ...] | None
+    pre_norm: float
+    post_norm: float

@@ -11,7 +11,8 @@ from ..._tensor import Tensor
 from ...autograd._observers import register_backward_observer
 from ...hookspecs._stats import TensorSummary, array_stats
 from ...optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
-from .._protocol import BackwardBegin, BackwardEnd, Removable, StepGate, StepPost
+from .._protocol import BackwardBegin, BackwardEnd, Clamped, Removable, StepGate, StepPost
+from ._kernels import agc_clip_, clamp, clip_with_norm_, total_norms
 
 __all__ = ["NumpyEngine"]
 
@@ -42,6 +43,26 @@ class NumpyEngine:
             hook(optimizer)
 
         return register_optimizer_step_post_hook(post)
+
+    # --- grad_clip kernels: total norms, clipping to a norm, by value, unit-wise (AGC) ---
+    def total_norms(
+        self,
+        groups: Sequence[Sequence[Any]],
+        norm_types: Sequence[float],
+        error_if_nonfinite: bool = False,
+    ) -> list[tuple[float, ...]]:
+        return total_norms(groups, norm_types, error_if_nonfinite)
+
+    def clip_with_norm_(self, tensors: Sequence[Any], max_norm: float, total_norm: float) -> float:
+        return clip_with_norm_(tensors, max_norm, total_norm)
+
+    def clamp(self, tensors: Sequence[Any], limit: float, *, in_place: bool) -> Clamped:
+        return clamp(tensors, limit, in_place=in_place)
+
+    def agc_clip_(
+        self, weights: Sequence[Any], grads: Sequence[Any | None], clipping: float, eps: float
+    ) -> tuple[float, float, bool]:
+        return agc_clip_(weights, grads, clipping, eps)
 
     def __repr__(self) -> str:
         return "NumpyEngine()"

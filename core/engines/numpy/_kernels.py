@@ -10,10 +10,25 @@ values over about 1e19 overflow it, which must not count as a finding.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
 
-__all__ = ["all_finite", "nonfinite_counts"]
+from ..._creation import from_numpy
+from ..._tensor import Tensor
+from ...nn.utils.clip_grad import get_total_norm
+from .._protocol import Clamped
+
+__all__ = [
+    "agc_clip_",
+    "all_finite",
+    "clamp",
+    "clip_with_norm_",
+    "exceeds",
+    "nonfinite_counts",
+    "total_norms",
+]
 
 
 def all_finite(array: np.ndarray) -> bool:
@@ -40,3 +55,119 @@ def nonfinite_counts(array: np.ndarray) -> tuple[int, int]:
     nan = int(np.count_nonzero(np.isnan(array)))
     inf = int(np.count_nonzero(np.isinf(array)))
     return nan, inf
+
+
+# --- grad_clip kernels: total norms, clipping to a norm, by value, unit-wise (AGC) ---
+_AGC_MIN_GRAD_NORM: Final = 1e-6
+"""Floor of a unit's gradient norm in the AGC scale factor (Brock et al., timm): no 0/0."""
+
+
+def total_norms(
+    groups: Sequence[Sequence[Tensor | None]],
+    norm_types: Sequence[float],
+    error_if_nonfinite: bool = False,
+) -> list[tuple[float, ...]]:
+    """:meth:`hookgrad.engines.Engine.total_norms`: :func:`get_total_norm` of each group."""
+    norms = []
+    for group in groups:
+        present = [t for t in group if t is not None]
+        norms.append(
+            tuple(
+                float(get_total_norm(present, p, error_if_nonfinite and i == 0))
+                for i, p in enumerate(norm_types)
+            )
+        )
+    return norms
+
+
+def clip_with_norm_(tensors: Sequence[Tensor | None], max_norm: float, total_norm: float) -> float:
+    """:meth:`hookgrad.engines.Engine.clip_with_norm_`: :func:`clip_grads_with_norm_`'s
+    coefficient and product, skipped when the coefficient is exactly 1."""
+    present = [t for t in tensors if t is not None]
+    dtype = present[0]._data.dtype if present else np.dtype(np.float32)
+    for t in present:  # get_total_norm's result_type, without its 5 us on one dtype
+        if t._data.dtype != dtype:
+            dtype = np.promote_types(dtype, t._data.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):  # inf * 0 = nan, silently, as in torch
+        coefficient = min(max_norm / (dtype.type(total_norm) + 1e-6), 1.0)  # nan stays nan
+        if coefficient != 1.0:
+            for t in present:
+                np.multiply(t._data, coefficient, out=t._data)
+                t._vbox[0] += 1
+    return float(coefficient)
+
+
+def clamp(tensors: Sequence[Tensor | None], limit: float, *, in_place: bool) -> Clamped:
+    """:meth:`hookgrad.engines.Engine.clamp`: nothing is copied or written when no entry is
+    outside the limit (:func:`exceeds` first)."""
+    present = [t for t in tensors if t is not None]
+    pre = float(get_total_norm(present, 2.0))
+    if not any(exceeds(t._data, limit) for t in present):
+        return Clamped(None, pre, pre)
+    if in_place:  # clip_grad_value_ on the tensors themselves
+        for t in present:
+            np.clip(t._data, -limit, limit, out=t._data)
+            t._vbox[0] += 1
+        clamped = tuple(tensors)
+    else:
+        clamped = tuple(None if t is None else t.clamp(-limit, limit) for t in tensors)
+    after = [t for t in clamped if t is not None]
+    return Clamped(clamped, pre, float(get_total_norm(after, 2.0)))
+
+
+def exceeds(array: np.ndarray, limit: float) -> bool:
+    """Whether some entry lies outside ``[-limit, limit]``; NaN entries do not, infinities do.
+
+    ``fmax``/``fmin`` skip NaN where ``max``/``min`` would return it and hide the other
+    entries, at the same cost.
+    """
+    if array.size == 0:
+        return False
+    return bool(np.fmax.reduce(array, axis=None) > limit) or bool(
+        np.fmin.reduce(array, axis=None) < -limit
+    )
+
+
+def agc_clip_(
+    weights: Sequence[Tensor], grads: Sequence[Tensor | None], clipping: float, eps: float
+) -> tuple[float, float, bool]:
+    """:meth:`hookgrad.engines.Engine.agc_clip_`, one parameter at a time (:func:`_agc_one`)."""
+    pre_sq, post_sq, clipped = 0.0, 0.0, False
+    for weight, grad in zip(weights, grads):
+        if grad is not None:
+            pre, post, scaled = _agc_one(weight._data, grad, clipping, eps)
+            pre_sq, post_sq, clipped = pre_sq + pre, post_sq + post, clipped or scaled
+    return math.sqrt(pre_sq), math.sqrt(post_sq), clipped
+
+
+def _agc_one(
+    weight: np.ndarray, grad: Tensor, clipping: float, eps: float
+) -> tuple[float, float, bool]:
+    """Clip one gradient unit-wise, in place: its squared 2-norm before, after, and whether
+    any unit was scaled."""
+    grad_norm = _unit_norms(grad._data)
+    max_norm = clipping * np.maximum(_unit_norms(weight), eps)
+    pre_sq = float(np.vdot(grad_norm, grad_norm))
+    over = grad_norm > max_norm
+    if not over.any():
+        return pre_sq, pre_sq, False
+    floor = np.maximum(grad_norm, _AGC_MIN_GRAD_NORM)
+    scale = np.where(over, max_norm / floor, 1.0).astype(grad_norm.dtype)
+    grad.mul_(from_numpy(scale))
+    post_norm = grad_norm * scale
+    return pre_sq, float(np.vdot(post_norm, post_norm)), True
+
+
+def _unit_norms(array: np.ndarray) -> np.ndarray:
+    """2-norms of the units of a parameter, timm's ``unitwise_norm`` rule.
+
+    An array of two or more dims has one unit per index of its first dim (an output row of a
+    Linear weight), normed over all the other dims and shaped to broadcast against the array
+    (keepdims); a vector or scalar (a bias, a gain) is a single unit.
+    """
+    if array.ndim <= 1:
+        flat = array.reshape(-1)
+        return np.sqrt(np.dot(flat, flat))
+    rows = array.reshape(array.shape[0], math.prod(array.shape[1:]))  # -1 fails on 0 rows
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    return norms.reshape(array.shape[0], *(1,) * (array.ndim - 1))

@@ -14,9 +14,17 @@ from typing import Any, Final
 import torch
 
 from ...hookspecs._stats import TensorSummary
-from .._protocol import BackwardBegin, BackwardEnd, ModuleHooks, Removable, StepGate, StepPost
+from .._protocol import (
+    BackwardBegin,
+    BackwardEnd,
+    Clamped,
+    ModuleHooks,
+    Removable,
+    StepGate,
+    StepPost,
+)
 from ._backward import observe_backward
-from ._kernels import summaries
+from ._kernels import agc_clip_, clamp, clip_with_norm_, summaries, total_norms
 from ._module_hooks import install_module_hooks
 from ._steps import gate_optimizer_steps, on_optimizer_step_post
 
@@ -48,6 +56,26 @@ class TorchEngine:
 
     def on_optimizer_step_post(self, hook: StepPost) -> Removable:
         return on_optimizer_step_post(hook)
+
+    # --- grad_clip kernels: total norms, clipping to a norm, by value, unit-wise (AGC) ---
+    def total_norms(
+        self,
+        groups: Sequence[Sequence[Any]],
+        norm_types: Sequence[float],
+        error_if_nonfinite: bool = False,
+    ) -> list[tuple[float, ...]]:
+        return total_norms(groups, norm_types, error_if_nonfinite)
+
+    def clip_with_norm_(self, tensors: Sequence[Any], max_norm: float, total_norm: float) -> float:
+        return clip_with_norm_(tensors, max_norm, total_norm)
+
+    def clamp(self, tensors: Sequence[Any], limit: float, *, in_place: bool) -> Clamped:
+        return clamp(tensors, limit, in_place=in_place)
+
+    def agc_clip_(
+        self, weights: Sequence[Any], grads: Sequence[Any | None], clipping: float, eps: float
+    ) -> tuple[float, float, bool]:
+        return agc_clip_(weights, grads, clipping, eps)
 
     def __repr__(self) -> str:
         return f"TorchEngine(torch {torch.__version__})"
