@@ -20,6 +20,15 @@ What is registered depends on what is listened to, evaluated by :meth:`HookBridg
   sticky flag of SEMANTICS G-4: from then on ``register_module_backward_hook`` (the deprecated
   regular kind) raises ``RuntimeError`` for the rest of the process, even after :meth:`detach`.
 
+Engines (``engines``): the above is hookgrad's numpy engine, whose global hooks the bridge
+registers itself (its fast path). An engine that installs module hooks itself
+(:class:`hookgrad.engines.ModuleHookSource`: torch) gets an :class:`_EngineHooks` through
+``install_module_hooks`` while someone listens, ``backward=True`` only while someone listens to
+a backward spec. It runs the same owner check, naming and dispatch; each call's ModuleCall is a
+fresh :class:`_CallRecord`, which the engine calls in whatever thread runs backward. On torch
+``hookgrad_forward_pre`` gets ``kwargs={}`` (torch's global pre-hook has none), and a wrapper
+module (DDP) is no call of its own (``Engine.unwrap``).
+
 Backward events belong to the forward call that built the graph. The engine captures the
 global backward hook lists when a call starts, before any forward pre-hook runs (B-19), and
 passes the backward hooks nothing but the module. So the table entries of the two backward

@@ -227,6 +227,8 @@ def test_an_in_place_relu_model_gives_the_events_of_hookgrads() -> None:
     run(hookgrad, on_hookgrad, relu=False)  # in place fails there, as with torch's own hooks
     full = [key[1] for key, _ in on_torch.entries if key[0] == "backward"]
     assert full == ["", "fc2", "act", "fc1"] * 2
+    act_args, act_output = next(a for k, a in on_torch.entries if k[:2] == ("forward", "act"))
+    np.testing.assert_array_equal(act_args, act_output)  # the input, changed in place
 
     def output_only_after_relu(entries: list[Entry]) -> list[Entry]:
         """act's forward args: in place, torch's is its output by then."""
@@ -364,6 +366,16 @@ def test_ddp_wrapper_is_dropped_from_module_and_parameter_names() -> None:
     assert modules == [("fc1", "Linear"), ("act", "Tanh"), ("fc2", "Linear"), ("", "Net")]
     steps = [key for key, _ in recording.entries if key[0] == "optimizer_step_pre"]
     assert steps[0][3] == ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
+
+
+def test_data_parallel_is_dropped_from_module_names() -> None:
+    """DataParallel(net) (on CPU it just calls net): modules fc1..., root "" of type Net."""
+    recording = Recording()
+    with Runtime({}, environ={}, engine="torch") as runtime:
+        runtime.register(recording)
+        train(torch, torch.nn.DataParallel(net(torch)), steps=1)
+    modules = [key[1:3] for key, _ in recording.entries if key[0] == "forward"]
+    assert modules == [("fc1", "Linear"), ("act", "Tanh"), ("fc2", "Linear"), ("", "Net")]
 
 
 def test_ddp_parameters_are_named_through_spotting_and_watch() -> None:
