@@ -85,6 +85,21 @@ def test_torch_without_torch_installed_names_the_key_and_the_extra(
     assert (info.value.table, info.value.key) == ("", "engine")
 
 
+def test_config_check_reports_torch_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`hookgrad config check` fails on engine = "torch" where torch is not installed."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+    (tmp_path / "hookgrad.toml").write_text('engine = "torch"\n')
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["config", "check"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: hookgrad.toml: engine = 'torch' but torch is not installed; "
+        "pip install 'hookgrad[torch]'\n"
+    )
+
+
 def test_config_check_reports_a_bad_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`hookgrad config check` fails on engine = "jax" with the usual key-path message."""
     (tmp_path / "hookgrad.toml").write_text('engine = "jax"\n')

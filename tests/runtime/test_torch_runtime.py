@@ -289,6 +289,24 @@ def test_torch_hooks_come_and_go_with_listeners() -> None:
         assert _torch_hook_counts() == before
 
 
+def test_tensor_hooks_only_while_a_backward_spec_is_implemented() -> None:
+    """A forward-only listener puts no hook on torch tensors; a backward listener does."""
+
+    class ForwardOnly:
+        @hookimpl
+        def hookgrad_forward(self, event: Any) -> None:
+            return None
+
+    model, (x, _) = net(torch), batch(torch)
+    with Runtime({}, environ={}, engine="torch") as runtime:
+        runtime.register(ForwardOnly())
+        assert model(x)._backward_hooks is None
+        runtime.register(Recording(), name="recording")
+        assert model(x)._backward_hooks
+        runtime.unregister("recording")
+        assert model(x)._backward_hooks is None
+
+
 def test_a_listener_added_during_a_torch_forward_leaves_the_call_stack_sound() -> None:
     """A plugin registered inside a forward (hooks reinstalled mid-call) breaks nothing."""
     recording = Recording()
