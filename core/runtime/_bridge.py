@@ -407,13 +407,15 @@ class HookBridge:
             for thread in self._all_threads():
                 thread.calls.reset()  # call ends are no longer reported
         # names and call ends come from the two forward hooks
-        native = any(engine.name == "hookgrad" for engine in self.engines)
-        _sync(
-            self._handles, {FORWARD_PRE, FORWARD} if listened and native else set(), self._register
-        )
+        forward = {FORWARD_PRE, FORWARD} if listened and self._drives_hookgrad() else set()
+        _sync(self._handles, forward, self._register)
         for thread in self._all_threads():
             self._sync_records(thread)
         self._sync_engines(listened)
+
+    def _drives_hookgrad(self) -> bool:
+        """Whether hookgrad's engine is one of ``engines`` (its hooks are the bridge's own)."""
+        return any(engine.name == "hookgrad" for engine in self.engines)
 
     def _sync_engines(self, listened: set[str]) -> None:
         """Install the module hooks of each engine that installs them itself (torch) while
@@ -435,7 +437,7 @@ class HookBridge:
 
     def _sync_records(self, thread: _Thread) -> None:
         """Give ``thread`` an entry in each backward table someone listens to, and no other."""
-        native = any(engine.name == "hookgrad" for engine in self.engines)
+        native = self._drives_hookgrad()
         wanted = {name for name in _BACKWARD_TABLES if self._listeners[name] and native}
         record = thread.record
         # internal: the engine's B-9 warning is for hooks the user added, not these
