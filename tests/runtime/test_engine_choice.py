@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import hookgrad
 from hookgrad.cli import main
 from hookgrad.runtime import ConfigError, Runtime
 
@@ -28,6 +29,19 @@ def test_code_beats_environment_beats_file(tmp_path: Path) -> None:
         ("engine", "hookgrad", "env HOOKGRAD_ENGINE"),
         ("engine", "hookgrad", "code"),
     ]
+
+
+def test_configure_takes_the_engine_as_a_code_override() -> None:
+    """configure(engine="hookgrad") sets the key in the code layer."""
+    with hookgrad.configure({}, engine="hookgrad") as runtime:
+        assert runtime.config.explain()[-1] == ("engine", "hookgrad", "code")
+        assert _names(runtime) == ("hookgrad",)
+
+
+def test_an_empty_environment_variable_changes_nothing() -> None:
+    """HOOKGRAD_ENGINE="" leaves the engine at its default, "auto"."""
+    runtime = Runtime({}, environ={"HOOKGRAD_ENGINE": ""})
+    assert runtime.config.explain()[-1] == ("engine", "auto", "default")
 
 
 @pytest.mark.parametrize(
