@@ -20,6 +20,7 @@ from .autograd import gradcheck
 from .hookspecs import PluginConfig
 from .nn.modules import module as _registry
 from .runtime import MemorySink, PluginCatalog, Runtime
+from .runtime._config import EngineChoice
 
 __all__ = ["EventCapture", "capture_events", "global_hook_counts", "gradcheck"]
 
@@ -47,6 +48,7 @@ class EventCapture:
 def capture_events(
     *plugins: object | tuple[str, object],
     config: Mapping[str, PluginConfig | Mapping[str, Any]] | None = None,
+    engine: EngineChoice = "auto",
 ) -> Iterator[EventCapture]:
     """Run ``plugins`` on an isolated, started runtime; close it when the block ends.
 
@@ -54,9 +56,12 @@ def capture_events(
     ``(name, plugin)`` pair. Its settings are ``config[name]`` (a PluginConfig or a table
     validated against the plugin's ``Config``), else as :meth:`Runtime.register` picks them.
     Nothing is read from files, the environment or entry points; the logger logs every level
-    to the capture's sink.
+    to the capture's sink. ``engine`` is the runtime's ``engine`` key: ``"hookgrad"`` keeps a
+    torch model trained beside as an oracle out of the events.
     """
-    runtime = Runtime({"log_level": "debug"}, environ={}, catalog=PluginCatalog(tuple))
+    runtime = Runtime(
+        {"log_level": "debug"}, environ={}, catalog=PluginCatalog(tuple), engine=engine
+    )
     sink = MemorySink()
     runtime.sinks.add(sink)
     settings = config or {}

@@ -309,7 +309,8 @@ class ForwardPreEvent(ModuleEvent):
     phase: Literal["forward_pre"] = "forward_pre"
     args: _Args = Field(description="Positional arguments, after earlier pre-hooks' replacements")
     kwargs: _Kwargs = Field(
-        description="Keyword arguments of the call (read-only: cannot be replaced)"
+        description="Keyword arguments of the call (read-only: cannot be replaced); always {} "
+        "on torch models, whose global forward pre-hook receives none"
     )
 
 

@@ -399,6 +399,7 @@ def test_config_show_gives_each_value_its_layer(monkeypatch: pytest.MonkeyPatch)
         ["events.durability", "'step'", "default"],
         ["events.memory", "False", "default"],
         ["log_level", "'info'", "file", "hookgrad.toml"],
+        ["engine", "'auto'", "default"],
     ]
 
 

@@ -31,7 +31,7 @@ from hookgrad.runtime import (
     load_class_path,
     load_config,
 )
-from hookgrad.runtime._config import ENV_CONFIG, ENV_DISABLE_AUTOLOAD, ENV_PLUGINS
+from hookgrad.runtime._config import ENV_CONFIG, ENV_DISABLE_AUTOLOAD, ENV_ENGINE, ENV_PLUGINS
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 CONFIG_DOC = DOCS / "config.md"
@@ -161,7 +161,7 @@ def test_config_md_documents_every_key_and_variable() -> None:
     keys = [*RuntimeConfig.model_fields, *EventsConfig.model_fields, *PluginConfig.model_fields]
     for key in keys:
         assert f"| `{key}` |" in CONFIG_TEXT, key
-    for variable in (ENV_CONFIG, ENV_PLUGINS, ENV_DISABLE_AUTOLOAD):
+    for variable in (ENV_CONFIG, ENV_PLUGINS, ENV_DISABLE_AUTOLOAD, ENV_ENGINE):
         assert f"| `{variable}` |" in CONFIG_TEXT, variable
 
 
@@ -194,10 +194,13 @@ def test_config_md_error_messages_are_real(case: str, tmp_path: Path) -> None:
     assert f"\n{info.value}\n" in CONFIG_TEXT
 
 
-def test_config_md_environment_error_is_real() -> None:
-    """A bad HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD value fails with the message shown."""
+@pytest.mark.parametrize(
+    ("variable", "value"), [(ENV_DISABLE_AUTOLOAD, "maybe"), (ENV_ENGINE, "jax")]
+)
+def test_config_md_environment_error_is_real(variable: str, value: str) -> None:
+    """A bad HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD or HOOKGRAD_ENGINE value fails as shown."""
     with pytest.raises(ConfigError) as info:
-        load_config({}, environ={ENV_DISABLE_AUTOLOAD: "maybe"})
+        load_config({}, environ={variable: value})
     assert f"\n{info.value}\n" in CONFIG_TEXT
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "Grads",
     "HandleGroup",
     "ModuleCall",
+    "ModuleHookSource",
     "ModuleHooks",
     "Removable",
     "StepGate",
@@ -90,6 +91,21 @@ class Removable(Protocol):
     def remove(self) -> None: ...
 
 
+# ------------------------------------------------------------------ module calls (bridge)
+@runtime_checkable
+class ModuleHookSource(Protocol):
+    """An engine that installs the runtime's module hooks itself (torch's adapter).
+
+    hookgrad's numpy engine offers none: the runtime's bridge registers hookgrad's global
+    module hooks directly (its fast path, which needs the engine's per-call records).
+    """
+
+    def install_module_hooks(self, hooks: ModuleHooks, *, backward: bool) -> Removable:
+        """Call ``hooks`` around every module call of the process; with ``backward``, route
+        each call's backward events to the ModuleCall its ``forward_pre`` returned."""
+        ...
+
+
 class HandleGroup:
     """Several registrations undone together (one per engine, or per hook of one feature)."""
 
@@ -147,6 +163,20 @@ class Engine(Protocol):
     def on_optimizer_step_post(self, hook: StepPost) -> Removable:
         """Call ``hook(optimizer)`` after every optimizer step taken, after the step's own post
         hooks (the engine's global post hooks run last)."""
+        ...
+
+    # ------------------------------------------------------------------ module calls (bridge)
+    def observe_module_calls(
+        self, begin: Callable[[Any], None], end: Callable[[Any], None]
+    ) -> Removable:
+        """Call ``begin(module)`` before every module call of the process and ``end(module)``
+        after it, whether it returned or raised (how the runtime spots outermost calls)."""
+        ...
+
+    def unwrap(self, module: Any) -> Any:
+        """The model a wrapper module stands for (torch's DistributedDataParallel and
+        DataParallel: the module they wrap), else ``module`` itself. Events and parameter names
+        skip the wrapper: ``DDP(net)`` is named as ``net`` is."""
         ...
 
     # ------------------------------------------------------------------ kernels

@@ -21,6 +21,7 @@ The rules, per table in config order (``HOOKGRAD_PLUGINS=a,b`` adds tables ``{en
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -107,10 +108,11 @@ def check_config(loaded: LoadedConfig, catalog: PluginCatalog, base: Path) -> li
     ``Runtime`` calls this before it imports or builds anything, and ``hookgrad config check``
     calls it too: a check of the config against this machine belongs here, so both make it.
     Raises ConfigError for an unknown plugin name (a table, ``disable``), an ambiguous one,
-    a malformed ``class_path``, or an ``events.jsonl`` path (relative to ``base``) that the
-    event log cannot be written to.
+    a malformed ``class_path``, an ``events.jsonl`` path (relative to ``base``) that the
+    event log cannot be written to, or ``engine = "torch"`` where torch is not installed.
     """
     loaded.event_log_path(base)
+    _check_engine(loaded)
     config = loaded.config
     sources = catalog.sources()
     planned = []
@@ -275,6 +277,21 @@ def _check_disable(loaded: LoadedConfig, sources: Mapping[str, PluginSource]) ->
             continue
         origin = loaded._origin(("disable",))
         raise _unknown_name(origin, name, "in disable", known, table="", key=f"disable[{index}]")
+
+
+def _check_engine(loaded: LoadedConfig) -> None:
+    """``engine = "torch"`` needs torch installed (found without importing it)."""
+    if loaded.config.engine != "torch" or importlib.util.find_spec("torch") is not None:
+        return
+    origin = loaded._origin(("engine",))
+    key = ".".join((*origin.prefix, "engine"))
+    raise ConfigError(
+        f"{origin.where}: {key} = 'torch' but torch is not installed; "
+        "pip install 'hookgrad[torch]'",
+        path=origin.path,
+        table="",
+        key="engine",
+    )
 
 
 def _class_path(loaded: LoadedConfig, name: str, table: Mapping[str, Any]) -> str | None:

@@ -20,6 +20,15 @@ What is registered depends on what is listened to, evaluated by :meth:`HookBridg
   sticky flag of SEMANTICS G-4: from then on ``register_module_backward_hook`` (the deprecated
   regular kind) raises ``RuntimeError`` for the rest of the process, even after :meth:`detach`.
 
+Engines (``engines``): the above is hookgrad's numpy engine, whose global hooks the bridge
+registers itself (its fast path). An engine that installs module hooks itself
+(:class:`hookgrad.engines.ModuleHookSource`: torch) gets an :class:`_EngineHooks` through
+``install_module_hooks`` while someone listens, ``backward=True`` only while someone listens to
+a backward spec. It runs the same owner check, naming and dispatch; each call's ModuleCall is a
+fresh :class:`_CallRecord`, which the engine calls in whatever thread runs backward. On torch
+``hookgrad_forward_pre`` gets ``kwargs={}`` (torch's global pre-hook has none), and a wrapper
+module (DDP) is no call of its own (``Engine.unwrap``).
+
 Backward events belong to the forward call that built the graph. The engine captures the
 global backward hook lists when a call starts, before any forward pre-hook runs (B-19), and
 passes the backward hooks nothing but the module. So the table entries of the two backward
@@ -46,12 +55,13 @@ share one lock (``GLOBAL_HOOKS.replace_backward``), so no call captures a half-s
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
 import pluggy
 
+from ..engines import Engine, ModuleHookSource, Removable, engine_named
 from ..hookspecs import (
     BackwardPreEvent,
     ForwardEvent,
@@ -143,17 +153,39 @@ class _CallRecord:
         self.selection: _Selection = ()
         self.generation = -1
 
+    def bind(
+        self, thread: int | None, name: str, module_type: str, index: int, selection: _Selection
+    ) -> None:
+        """Make this the record of the call of module ``name`` the forward pre-hook sees."""
+        self.module_name, self.module_type, self.call_index = name, module_type, index
+        self.selection, self.generation = selection, self.bridge._generation
+        self.thread = thread
+
+    def listeners(self, hook: int) -> tuple[_Listener, ...]:
+        """The listeners of MODULE_HOOKS[hook] selecting the call's module, as of now."""
+        bridge = self.bridge
+        if self.generation != bridge._generation:  # listeners changed since forward
+            self.selection = bridge._select(self.module_name, self.module_type)
+            self.generation = bridge._generation
+        return self.selection[hook]
+
     def __call__(self, module: Any, *grads: tuple[Any, ...]) -> tuple[Any, ...] | None:
         if self.thread != current_thread():  # empty, or filled by another thread's call
             return None
-        name = self.module_name
-        bridge = self.bridge
-        if self.generation != bridge._generation:  # listeners changed since forward
-            self.selection = bridge._select(name, self.module_type)
-            self.generation = bridge._generation
         if len(grads) == 1:
-            return bridge._dispatch_backward_pre(self, name, grads[0])
-        return bridge._dispatch_full_backward(self, name, grads[0], grads[1])
+            return self.bridge._dispatch_backward_pre(self, grads[0])
+        return self.bridge._dispatch_full_backward(self, grads[0], grads[1])
+
+    # ModuleCall (hookgrad.engines): how an engine installing the hooks itself calls it. The
+    # engine routes each call's gradients to its own record, in whatever thread runs backward
+    # (torch runs CUDA backward on worker threads), so no thread is checked here.
+    def backward_pre(self, grad_output: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        return self.bridge._dispatch_backward_pre(self, grad_output)
+
+    def full_backward(
+        self, grad_input: tuple[Any, ...], grad_output: tuple[Any, ...]
+    ) -> tuple[Any, ...] | None:
+        return self.bridge._dispatch_full_backward(self, grad_input, grad_output)
 
 
 class _Thread:
@@ -174,6 +206,46 @@ class _Thread:
         self.slots: tuple[tuple[GlobalHookTable, int], ...] = ()
 
 
+class _EngineHooks:
+    """The bridge's module hooks as an engine that installs them itself calls them
+    (:class:`hookgrad.engines.ModuleHooks`; torch): the same dispatch as hookgrad's global
+    hooks, with a fresh record per call as its ModuleCall (``backward``: someone listens to a
+    backward spec). A wrapper module (DDP) is not a call of its own: the model it wraps is.
+    torch's global forward pre-hook gets no kwargs, so ``hookgrad_forward_pre`` has ``{}``."""
+
+    __slots__ = ("backward", "bridge", "engine")
+
+    def __init__(self, bridge: HookBridge, engine: Engine, backward: bool) -> None:
+        self.bridge = bridge
+        self.engine = engine
+        self.backward = backward
+
+    def forward_pre(self, module: Any, args: tuple[Any, ...]) -> tuple[_CallRecord | None, Any]:
+        if self.engine.unwrap(module) is not module:
+            return None, None
+        bridge = self.bridge
+        begun = bridge._enter(module)
+        if begun is None:  # another thread's call
+            return None, None
+        thread, name, module_type, index, selection = begun
+        record = None
+        if self.backward:
+            record = _CallRecord(bridge)
+            record.bind(thread.ident, name, module_type, index, selection)
+        listeners = selection[0]
+        if not listeners:
+            return record, None
+        return record, bridge._dispatch_forward_pre(listeners, name, module_type, index, args, {})
+
+    def forward(
+        self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any
+    ) -> Any:
+        return self.bridge._forward_hook(module, args, kwargs, output)
+
+    def forward_failed(self, module: Any) -> None:
+        self.bridge._forward_hook(module, ())
+
+
 class HookBridge:
     """Turns module hook calls into calls of the plugins' module hook implementations.
 
@@ -186,6 +258,10 @@ class HookBridge:
             when a plugin with ``on_error`` "warn" or "disable" failed (:mod:`._failures`).
         threads: ``"starter"`` (default): act only on the module calls of the thread that
             calls :meth:`attach`; ``"all"``: on every thread's (see :mod:`._threads`).
+        engines: whose module calls to act on (default: hookgrad's numpy engine); read by
+            :meth:`refresh`. hookgrad's through its global hooks (the module docstring), an
+            engine that installs module hooks itself (torch) through its
+            ``install_module_hooks``.
 
     ``attach()`` registers the global hooks that someone listens to (see the module docstring),
     ``detach()`` removes them (idempotent); ``with bridge:`` does both. Call :meth:`refresh`
@@ -211,8 +287,10 @@ class HookBridge:
         *,
         on_error_log: OnErrorLog | None = None,
         threads: ThreadPolicy = "starter",
+        engines: Sequence[Engine] | None = None,
     ) -> None:
         self.pm = pm
+        self.engines = tuple(engines) if engines is not None else (engine_named("hookgrad"),)
         self.configs = configs
         self.threads = check_policy(threads)
         self.step = 0
@@ -231,6 +309,8 @@ class HookBridge:
         self._selections: dict[tuple[str, str], _Selection] = {}
         self._generation = 0  # bumped whenever the listeners change
         self._handles: dict[str, RemovableHandle] = {}  # the forward hooks, shared
+        # engine name -> (whether backward events are routed, the engine's hooks)
+        self._installed: dict[str, tuple[bool, Removable]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -273,6 +353,7 @@ class HookBridge:
             self._handles.pop(name).remove()
         for thread in self._all_threads():
             _sync(thread.handles, set(), self._register)
+        self._sync_engines(set())
         self._threads, self._spares = {}, []
 
     def acts_here(self) -> bool:
@@ -322,18 +403,42 @@ class HookBridge:
             return
         self._set_listeners({hook: self._listeners_of(hook) for hook in MODULE_HOOKS})
         listened = {hook for hook, listeners in self._listeners.items() if listeners}
-        # names and call ends come from the two forward hooks
-        forward = {FORWARD_PRE, FORWARD} if listened else set()
-        if FORWARD in self._handles and not listened:
+        if (FORWARD in self._handles or self._installed) and not listened:
             for thread in self._all_threads():
                 thread.calls.reset()  # call ends are no longer reported
+        # names and call ends come from the two forward hooks
+        forward = {FORWARD_PRE, FORWARD} if listened and self._drives_hookgrad() else set()
         _sync(self._handles, forward, self._register)
         for thread in self._all_threads():
             self._sync_records(thread)
+        self._sync_engines(listened)
+
+    def _drives_hookgrad(self) -> bool:
+        """Whether hookgrad's engine is one of ``engines`` (its hooks are the bridge's own)."""
+        return any(engine.name == "hookgrad" for engine in self.engines)
+
+    def _sync_engines(self, listened: set[str]) -> None:
+        """Install the module hooks of each engine that installs them itself (torch) while
+        someone listens, routing backward events only if someone listens to those."""
+        backward = bool(listened & set(_BACKWARD_TABLES))
+        wanted = {
+            engine.name: engine
+            for engine in self.engines
+            if listened and isinstance(engine, ModuleHookSource)
+        }
+        for name in tuple(self._installed):
+            if name not in wanted or self._installed[name][0] != backward:
+                self._installed.pop(name)[1].remove()
+        for name, engine in wanted.items():
+            if name not in self._installed:
+                hooks = _EngineHooks(self, engine, backward)
+                handle = engine.install_module_hooks(hooks, backward=backward)
+                self._installed[name] = (backward, handle)
 
     def _sync_records(self, thread: _Thread) -> None:
         """Give ``thread`` an entry in each backward table someone listens to, and no other."""
-        wanted = {name for name in _BACKWARD_TABLES if self._listeners[name]}
+        native = self._drives_hookgrad()
+        wanted = {name for name in _BACKWARD_TABLES if self._listeners[name] and native}
         record = thread.record
         # internal: the engine's B-9 warning is for hooks the user added, not these
         _sync(
@@ -367,17 +472,39 @@ class HookBridge:
     def _forward_pre_hook(
         self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-        thread = self._threads.get(current_thread()) or self._adopt()
-        if thread is None:  # another thread's call
+        begun = self._enter(module)
+        if begun is None:  # another thread's call
             return None
-        name, index = thread.calls.enter(module)
-        module_type = type(module).__name__
-        selection = self._selections.get((name, module_type)) or self._select(name, module_type)
+        thread, name, module_type, index, selection = begun
         if thread.slots:
             self._bind_record(thread, name, module_type, index, selection)
         listeners = selection[0]
         if not listeners:
             return None
+        final = self._dispatch_forward_pre(listeners, name, module_type, index, args, kwargs)
+        return None if final is None else (final, kwargs)
+
+    def _enter(self, module: Any) -> tuple[_Thread, str, str, int, _Selection] | None:
+        """A module call begins: the owner check, then (thread, name, module type, call
+        index, selection); None for a call of a thread the bridge does not act for."""
+        thread = self._threads.get(current_thread()) or self._adopt()
+        if thread is None:
+            return None
+        name, index = thread.calls.enter(module)
+        module_type = type(module).__name__
+        selection = self._selections.get((name, module_type)) or self._select(name, module_type)
+        return thread, name, module_type, index, selection
+
+    def _dispatch_forward_pre(
+        self,
+        listeners: tuple[_Listener, ...],
+        name: str,
+        module_type: str,
+        index: int,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> tuple[Any, ...] | None:
+        """``hookgrad_forward_pre`` to ``listeners``: the replacement args, or None."""
         event = ForwardPreEvent.trusted(
             {
                 "module_name": name,
@@ -390,16 +517,13 @@ class HookBridge:
             }
         )
         final = self._chain(listeners, event, "args", as_args)
-        return None if final is event else (final.__dict__["args"], kwargs)  # as returned
+        return None if final is event else final.__dict__["args"]  # as returned
 
     def _bind_record(
         self, thread: _Thread, name: str, module_type: str, index: int, selection: _Selection
     ) -> None:
         """Fill the record this call captured; put a fresh one in the tables for the next."""
-        record = thread.record
-        record.module_name, record.module_type, record.call_index = name, module_type, index
-        record.selection, record.generation = selection, self._generation
-        record.thread = thread.ident
+        thread.record.bind(thread.ident, name, module_type, index, selection)
         record = thread.record = _CallRecord(self)
         GLOBAL_HOOKS.replace_backward(thread.slots, record)
 
@@ -433,14 +557,14 @@ class HookBridge:
         return None if final is event else final.__dict__["output"]  # as returned
 
     def _dispatch_backward_pre(
-        self, record: _CallRecord, name: str, grad_output: tuple[Any, ...]
+        self, record: _CallRecord, grad_output: tuple[Any, ...]
     ) -> tuple[Any, ...] | None:
-        listeners = record.selection[2]
+        listeners = record.listeners(2)
         if not listeners:
             return None
         event = BackwardPreEvent.trusted(
             {
-                "module_name": name,
+                "module_name": record.module_name,
                 "module_type": record.module_type,
                 "call_index": record.call_index,
                 "step": self.step,
@@ -454,16 +578,15 @@ class HookBridge:
     def _dispatch_full_backward(
         self,
         record: _CallRecord,
-        name: str,
         grad_input: tuple[Any, ...],
         grad_output: tuple[Any, ...],
     ) -> tuple[Any, ...] | None:
-        listeners = record.selection[3]
+        listeners = record.listeners(3)
         if not listeners:
             return None
         event = FullBackwardEvent.trusted(
             {
-                "module_name": name,
+                "module_name": record.module_name,
                 "module_type": record.module_type,
                 "call_index": record.call_index,
                 "step": self.step,

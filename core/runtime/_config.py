@@ -2,7 +2,7 @@
 
 Layers, lowest first: the model's defaults < the source (``hookgrad.toml``, ``[tool.hookgrad]`` in
 ``pyproject.toml``, the file named by ``HOOKGRAD_CONFIG``, or a dict) < the environment
-(``HOOKGRAD_PLUGINS``, ``HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD``) < code overrides. Tables merge key by
+(``HOOKGRAD_PLUGINS``, ``HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD``, ``HOOKGRAD_ENGINE``) < code overrides. Tables merge key by
 key at every depth; any other value (lists included) replaces the lower layer's value whole.
 ``LoadedConfig`` remembers which layer set each key, so errors name the right file and
 ``explain()`` can show where every effective value came from.
@@ -25,6 +25,7 @@ from ._errors import ConfigError, Loc, Origin, dotted, split_loc, validate_model
 from ._logfile import Durability, refusal
 
 __all__ = [
+    "EngineChoice",
     "EventsConfig",
     "LoadedConfig",
     "LogLevel",
@@ -36,6 +37,8 @@ __all__ = [
 M = TypeVar("M", bound=BaseModel)
 
 LogLevel: TypeAlias = Literal["debug", "info", "warning", "error"]
+EngineChoice: TypeAlias = Literal["auto", "hookgrad", "torch"]
+"""The ``engine`` key: which engines' models the runtime drives (see ``RuntimeConfig.engine``)."""
 
 CONFIG_FILE: Final = "hookgrad.toml"
 PYPROJECT: Final = "pyproject.toml"
@@ -43,6 +46,7 @@ PYPROJECT_TABLE: Final = ("tool", "hookgrad")
 ENV_CONFIG: Final = "HOOKGRAD_CONFIG"
 ENV_PLUGINS: Final = "HOOKGRAD_PLUGINS"
 ENV_DISABLE_AUTOLOAD: Final = "HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD"
+ENV_ENGINE: Final = "HOOKGRAD_ENGINE"
 
 MAX_DEPTH: Final = 32
 """How deep tables and arrays may nest in a config; a real config needs five levels at most."""
@@ -115,6 +119,11 @@ class RuntimeConfig(BaseModel):
     log_level: LogLevel = "warning"
     """The least severe level the runtime's logger emits."""
 
+    engine: EngineChoice = "auto"
+    """Whose models the runtime drives: "auto", every engine already imported when the runtime
+    starts (hookgrad's, and torch if imported; torch is never imported for it); "torch", torch
+    (imported then); "hookgrad", hookgrad's numpy engine only."""
+
 
 # --------------------------------------------------------------------------------------------
 # The loaded result
@@ -137,7 +146,7 @@ class LoadedConfig:
 
         The layer is ``"default"``, ``"file hookgrad.toml"`` (``"file pyproject.toml
         [tool.hookgrad]"``), ``"dict"``, ``"env HOOKGRAD_PLUGINS"``,
-        ``"env HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD"`` or ``"code"``.
+        ``"env HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD"``, ``"env HOOKGRAD_ENGINE"`` or ``"code"``.
         """
         return [
             (".".join(key), value, self._provenance.get(key, _DEFAULT).label)
@@ -404,7 +413,8 @@ def _file_origin(path: Path, cwd: Path) -> Origin:
 
 
 def _environment_layers(environ: Mapping[str, str]) -> list[tuple[Table, Origin]]:
-    """``HOOKGRAD_PLUGINS=a,b`` (enables a and b) and ``HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD``."""
+    """``HOOKGRAD_PLUGINS=a,b`` (enables a and b), ``HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD`` and
+    ``HOOKGRAD_ENGINE`` (the ``engine`` key)."""
     layers: list[tuple[Table, Origin]] = []
     names = [n.strip() for n in environ.get(ENV_PLUGINS, "").split(",") if n.strip()]
     if names:
@@ -412,6 +422,9 @@ def _environment_layers(environ: Mapping[str, str]) -> list[tuple[Table, Origin]
         layers.append(({"plugins": plugins}, Origin("env", ENV_PLUGINS)))
     if _env_flag(environ, ENV_DISABLE_AUTOLOAD):
         layers.append(({"autoload": False}, Origin("env", ENV_DISABLE_AUTOLOAD)))
+    engine = environ.get(ENV_ENGINE, "").strip()
+    if engine:
+        layers.append(({"engine": engine}, Origin("env", ENV_ENGINE)))
     return layers
 
 

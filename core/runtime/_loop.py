@@ -102,7 +102,7 @@ class LoopHooks:
         self.bridge = bridge
         self.on_step_end = on_step_end
         self.on_models_known = on_models_known
-        # hookgrad's engine only, until the bridge and the plugins are engine-neutral too.
+        # whose loop points to install: the runtime sets the engines its config chose
         self.engines = tuple(engines) if engines is not None else (engine_named("hookgrad"),)
         bridge.failures.on_disable.append(self.refresh)
         self._counting = threading.Lock()
@@ -163,7 +163,7 @@ class LoopHooks:
 
     def _install(self, kind: str, shape: Any) -> _Removable:
         if kind == "spotter":
-            return RootSpotter(self._spot, self.bridge.acts_here)
+            return RootSpotter(self._spot, self.bridge.acts_here, self.engines)
         if kind == "gate":
             return HandleGroup(e.gate_optimizer_steps(self._gate) for e in self.engines)
         if kind == "post":
@@ -285,6 +285,8 @@ class LoopHooks:
         self._watch(module)
 
     def _watch(self, module: Any) -> None:
+        for engine in self.engines:  # DDP(net) names parameters as net does
+            module = engine.unwrap(module)
         if module not in self._watched:
             self._watched[module] = None
             self._watched_added += 1

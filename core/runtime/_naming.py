@@ -21,10 +21,10 @@ and cannot see ``_modules`` edited directly.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+from ..engines import Engine, HandleGroup
 from ._threads import current_thread
 
 __all__ = ["CallStack", "ModuleNamer", "RootSpotter"]
@@ -157,20 +157,25 @@ class RootSpotter:
     module hook, nothing else sees a model called. The runtime installs a spotter until the
     first optimizer step: module calls of that first step go through the global hooks' slow
     path, later ones keep the fast path. ``remove()`` uninstalls it (idempotent).
+    It watches the module calls of each of ``engines`` (:meth:`Engine.observe_module_calls`).
     """
 
     __slots__ = ("_acts_here", "_depths", "_found", "_handles")
 
-    def __init__(self, found: Callable[[Any], None], acts_here: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        found: Callable[[Any], None],
+        acts_here: Callable[[], bool],
+        engines: Sequence[Engine],
+    ) -> None:
         self._found = found
         self._acts_here = acts_here  # the owner check (see ._threads)
         self._depths: dict[int, int] = {}  # thread key -> module calls in progress there
-        self._handles = (
-            register_module_forward_pre_hook(self._enter),
-            register_module_forward_hook(self._exit, always_call=True),
+        self._handles = HandleGroup(
+            e.observe_module_calls(self._enter, self._exit) for e in engines
         )
 
-    def _enter(self, module: Any, args: tuple[Any, ...]) -> None:
+    def _enter(self, module: Any) -> None:
         if not self._acts_here():
             return
         key = current_thread()
@@ -179,12 +184,11 @@ class RootSpotter:
             self._found(module)
         self._depths[key] = depth + 1
 
-    def _exit(self, module: Any, args: tuple[Any, ...], output: Any = None) -> None:
+    def _exit(self, module: Any) -> None:
         key = current_thread()
         depth = self._depths.get(key)
         if depth:
             self._depths[key] = depth - 1
 
     def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
+        self._handles.remove()

@@ -31,10 +31,11 @@ from typing import Any
 import pluggy
 from structlog.typing import FilteringBoundLogger
 
+from ..engines import Engine, available_engines, engine_named
 from ..hookspecs import PROJECT_NAME, PluginConfig, PluginRecord, call_order, specs
 from ._activation import check_config, plugin_settings, unmatched_selection
 from ._bridge import HookBridge
-from ._config import LoadedConfig, load_config, validate_plugin_table
+from ._config import EngineChoice, LoadedConfig, load_config, validate_plugin_table
 from ._discovery import LoadedPlugin, PluginCatalog, PluginImportWarning, PluginLoadError
 from ._logfile import LogFileError
 from ._logging import make_logger
@@ -66,6 +67,8 @@ class Runtime:
         threads: whose work the runtime acts on: ``"starter"`` (default), the module calls,
             backward passes and optimizer steps of the thread that calls :meth:`start` only;
             ``"all"``, every thread's, each thread with its own calls in progress.
+        engine: the ``engine`` key in the code layer (as ``overrides={"engine": ...}``):
+            ``"auto"``, ``"hookgrad"`` or ``"torch"``. The engines are chosen by :meth:`start`.
 
     Raises:
         ConfigError: a bad config value, a bad key in a plugin table, an unknown plugin name
@@ -83,7 +86,10 @@ class Runtime:
         cwd: str | os.PathLike[str] | None = None,
         catalog: PluginCatalog | None = None,
         threads: ThreadPolicy = "starter",
+        engine: EngineChoice | None = None,
     ) -> None:
+        if engine is not None:
+            overrides = {**(overrides or {}), "engine": engine}
         self._config = load_config(source, overrides=overrides, environ=environ, cwd=cwd)
         self._pm = pluggy.PluginManager(PROJECT_NAME)
         self._pm.add_hookspecs(specs)
@@ -149,6 +155,11 @@ class Runtime:
     def bridge(self) -> HookBridge:
         """The module hook bridge (engine module hooks -> plugins)."""
         return self._bridge
+
+    @property
+    def engines(self) -> tuple[Engine, ...]:
+        """The engines whose models the runtime drives, chosen by :meth:`start` (``engine``)."""
+        return self._bridge.engines
 
     @property
     def step(self) -> int:
@@ -226,7 +237,8 @@ class Runtime:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> Runtime:
-        """Configure every plugin (call order), attach the bridge, install the loop points.
+        """Choose the engines (``engine``), configure every plugin (call order), attach the
+        bridge, install the loop points.
 
         Idempotent. A plugin's ``hookgrad_configure`` failing follows its ``on_error``; under
         "raise" the runtime closes and the PluginError propagates. A closed runtime cannot
@@ -239,6 +251,8 @@ class Runtime:
             raise RuntimeError("this Runtime is closed; build a new one")
         self._state = "started"
         try:
+            engines = _chosen_engines(self._config)
+            self._bridge.engines = self._loop.engines = engines
             self._configure_plugins(self._plugins)
             self._bridge.attach()
             self._loop.attach()
@@ -423,6 +437,13 @@ def configure(
 def _call(impl: pluggy.HookImpl, **kwargs: Any) -> Any:
     """Call one implementation with the keyword arguments it names (as pluggy does)."""
     return impl.function(**{name: kwargs[name] for name in impl.argnames if name in kwargs})
+
+
+def _chosen_engines(loaded: LoadedConfig) -> tuple[Engine, ...]:
+    """The engines whose models the runtime drives, as the ``engine`` key says: ``"auto"``,
+    every engine already imported now (never importing torch); else the one named."""
+    choice = loaded.config.engine
+    return tuple(available_engines()) if choice == "auto" else (engine_named(choice),)
 
 
 def _settings_of(

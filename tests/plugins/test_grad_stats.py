@@ -774,7 +774,7 @@ def test_norms_and_update_ratios_match_torch_sgd_momentum() -> None:
     torch_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
     expected: list[tuple[float, float]] = []
     plugin = GradStats(GradStats.Config(summary=False))
-    with capture_events(("grad_stats", plugin)) as capture:
+    with capture_events(("grad_stats", plugin), engine="hookgrad") as capture:
         capture.runtime.watch(model)
         for _ in range(3):
             optimizer.zero_grad()

@@ -12,7 +12,7 @@ import pytest
 from hookgrad.hookspecs import PluginConfig
 from hookgrad.runtime import ConfigError, load_config, validate_plugin_table
 
-RUNTIME_KEYS = ("autoload", "strict", "disable", "plugins", "events", "log_level")
+RUNTIME_KEYS = ("autoload", "strict", "disable", "plugins", "events", "log_level", "engine")
 COMMON_KEYS = ("enabled", "modules", "exclude", "module_types", "on_error", "class_path")
 
 
@@ -66,7 +66,7 @@ def test_unknown_key_at_top_level(tmp_path: Path) -> None:
     error = load_file(tmp_path, "autolaod = false\n")
     assert str(error) == (
         "hookgrad.toml: unknown key 'autolaod' at the top level; did you mean 'autoload'? "
-        "valid keys: autoload, strict, disable, plugins, events, log_level"
+        "valid keys: autoload, strict, disable, plugins, events, log_level, engine"
     )
     assert (error.table, error.key, error.valid_keys) == ("", "autolaod", RUNTIME_KEYS)
 

@@ -40,6 +40,7 @@ def test_nothing_found_gives_the_defaults(tmp_path: Path) -> None:
         "plugins": {},
         "events": {"jsonl": None, "durability": "step", "memory": False},
         "log_level": "warning",
+        "engine": "auto",
     }
 
 
@@ -192,6 +193,7 @@ def test_file_then_environment_then_code_with_provenance(
     )
     monkeypatch.setenv("HOOKGRAD_PLUGINS", "clip,guard")
     monkeypatch.setenv("HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setenv("HOOKGRAD_ENGINE", "hookgrad")
     overrides = {"log_level": "debug", "plugins": {"clip": {"max_norm": 2.0}}}
     loaded = load_config(cwd=tmp_path, overrides=overrides)
     file, plugins_env = "file hookgrad.toml", "env HOOKGRAD_PLUGINS"
@@ -206,11 +208,13 @@ def test_file_then_environment_then_code_with_provenance(
         ("events.durability", "step", "default"),
         ("events.memory", False, "default"),
         ("log_level", "debug", "code"),
+        ("engine", "hookgrad", "env HOOKGRAD_ENGINE"),
     ]
     assert loaded.layers == (
         file,
         plugins_env,
         "env HOOKGRAD_DISABLE_PLUGIN_AUTOLOAD",
+        "env HOOKGRAD_ENGINE",
         "code",
     )
 

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, Final
 
 from ..._tensor import Tensor
 from ...autograd._observers import register_backward_observer
 from ...hookspecs._stats import TensorSummary, array_stats
+from ...nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from ...optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
-from .._protocol import BackwardBegin, BackwardEnd, Clamped, Removable, StepGate, StepPost
+from .._protocol import (
+    BackwardBegin,
+    BackwardEnd,
+    Clamped,
+    HandleGroup,
+    Removable,
+    StepGate,
+    StepPost,
+)
 from ._kernels import agc_clip_, clamp, clip_with_norm_, total_norms
 
 __all__ = ["NumpyEngine"]
@@ -43,6 +52,22 @@ class NumpyEngine:
             hook(optimizer)
 
         return register_optimizer_step_post_hook(post)
+
+    # ------------------------------------------------------------------ module calls (bridge)
+    def observe_module_calls(
+        self, begin: Callable[[Any], None], end: Callable[[Any], None]
+    ) -> Removable:
+        return HandleGroup(
+            (
+                register_module_forward_pre_hook(lambda module, args: begin(module)),
+                register_module_forward_hook(
+                    lambda module, args, output=None: end(module), always_call=True
+                ),
+            )
+        )
+
+    def unwrap(self, module: Any) -> Any:
+        return module  # hookgrad has no wrapper modules
 
     # --- grad_clip kernels: total norms, clipping to a norm, by value, unit-wise (AGC) ---
     def total_norms(

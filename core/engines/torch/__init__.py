@@ -8,7 +8,7 @@ gate (:mod:`._steps`) and module backward events that survive in-place modules
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import torch
@@ -25,7 +25,7 @@ from .._protocol import (
 )
 from ._backward import observe_backward
 from ._kernels import agc_clip_, clamp, clip_with_norm_, summaries, total_norms
-from ._module_hooks import install_module_hooks
+from ._module_hooks import install_module_hooks, observe_module_calls, unwrap
 from ._steps import gate_optimizer_steps, on_optimizer_step_post
 
 __all__ = ["TorchEngine"]
@@ -56,6 +56,15 @@ class TorchEngine:
 
     def on_optimizer_step_post(self, hook: StepPost) -> Removable:
         return on_optimizer_step_post(hook)
+
+    # ------------------------------------------------------------------ module calls (bridge)
+    def observe_module_calls(
+        self, begin: Callable[[Any], None], end: Callable[[Any], None]
+    ) -> Removable:
+        return observe_module_calls(begin, end)
+
+    def unwrap(self, module: Any) -> Any:
+        return unwrap(module)
 
     # --- grad_clip kernels: total norms, clipping to a norm, by value, unit-wise (AGC) ---
     def total_norms(

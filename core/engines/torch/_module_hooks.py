@@ -34,7 +34,8 @@ Differences from torch's module hooks, by construction:
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
 import torch
 from torch.nn.modules.module import (
@@ -46,7 +47,13 @@ from torch.utils.weak import WeakTensorKeyDictionary
 from .._protocol import Grads, HandleGroup, ModuleCall, ModuleHooks, Removable
 from . import _private
 
-__all__ = ["install_module_hooks"]
+__all__ = ["install_module_hooks", "observe_module_calls", "unwrap"]
+
+_WRAPPERS: Final = (
+    torch.nn.parallel.DistributedDataParallel,
+    torch.nn.DataParallel,
+)
+"""Modules that stand for the model they hold as ``.module`` (see :func:`unwrap`)."""
 
 
 class _CallGrads:
@@ -249,7 +256,8 @@ def install_module_hooks(hooks: ModuleHooks, *, backward: bool) -> Removable:
         return new_args
 
     def forward(module: torch.nn.Module, args: tuple[Any, ...], *rest: Any) -> Any:
-        frame = stack().pop()
+        frames = stack()
+        frame = frames.pop() if frames else None  # empty: the call began before installing
         if len(rest) != 2:  # torch calls an always_call hook as (module, args, None) on failure
             if frame is not None:
                 frame.call = None
@@ -273,3 +281,28 @@ def install_module_hooks(hooks: ModuleHooks, *, backward: bool) -> Removable:
     pre_handle = register_module_forward_pre_hook(forward_pre)
     post_handle = register_module_forward_hook(forward, with_kwargs=True, always_call=True)
     return HandleGroup((pre_handle, post_handle))
+
+
+def observe_module_calls(begin: Callable[[Any], None], end: Callable[[Any], None]) -> Removable:
+    """Call ``begin(module)`` before and ``end(module)`` after every module call (returned or
+    raised), through torch's global forward hooks."""
+
+    def pre(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        begin(module)
+
+    def post(module: torch.nn.Module, args: tuple[Any, ...], output: Any = None) -> None:
+        end(module)
+
+    return HandleGroup(
+        (
+            register_module_forward_pre_hook(pre),
+            register_module_forward_hook(post, always_call=True),
+        )
+    )
+
+
+def unwrap(module: Any) -> Any:
+    """The model a DistributedDataParallel or DataParallel wrapper holds, else ``module``."""
+    while isinstance(module, _WRAPPERS):
+        module = module.module
+    return module
