@@ -31,6 +31,7 @@ import hookgrad
 from ._demo import MODELS, NanInjection, StepRecord, Task, final_line, make_task, run
 from ._report import findings, gradient_flow, render_svg
 from ._report_records import Entry, RecordError, plugin_entries, read_entries
+from .engines import ENGINE_NAMES
 from .runtime import (
     ENTRY_POINT_GROUP,
     ConfigError,
@@ -358,8 +359,9 @@ def _prepare_out(out: Path) -> None:
         raise click.ClickException(f"cannot write {culprit}: {error.strerror}") from None
 
 
-def _demo_runtime(config_file: Path | None, out: Path | None) -> Runtime | None:
-    """A runtime with the config's plugins, events to memory and to ``out/events.jsonl``.
+def _demo_runtime(config_file: Path | None, out: Path | None, engine: str) -> Runtime | None:
+    """A runtime on ``engine`` with the config's plugins, events to memory and to
+    ``out/events.jsonl``.
 
     The config is ``config_file`` or found as the runtime finds it. None, after a hint line,
     when no plugin is active: the demo then trains plainly.
@@ -368,7 +370,7 @@ def _demo_runtime(config_file: Path | None, out: Path | None) -> Runtime | None:
     if out is not None:
         events["jsonl"] = str(out / EVENTS_FILE)
     try:
-        runtime = Runtime(config_file, overrides={"events": events})
+        runtime = Runtime(config_file, overrides={"events": events, "engine": engine})
     except ConfigError as error:
         raise ConfigFailure(str(error)) from None
     except PluginLoadError as error:
@@ -520,6 +522,14 @@ def _train(
     "runtime finds one: hookgrad.toml, [tool.hookgrad] in pyproject.toml, $HOOKGRAD_CONFIG).",
 )
 @click.option(
+    "--engine",
+    type=click.Choice(ENGINE_NAMES),
+    default="hookgrad",
+    show_default=True,
+    help="Train with hookgrad's numpy engine or with PyTorch (pip install 'hookgrad[torch]'): "
+    "same data, same initial weights, same plugins.",
+)
+@click.option(
     "--inject-nan",
     type=NanInjectionType(),
     help="Put a NaN into the backward of MODULE (a name from model.named_modules(), e.g. 2) "
@@ -532,6 +542,7 @@ def demo(
     model_name: str,
     out: Path | None,
     config_file: Path | None,
+    engine: str,
     inject_nan: NanInjection | None,
 ) -> None:
     """Train a small model on generated data (no download) under the config's plugins.
@@ -540,7 +551,10 @@ def demo(
     plugins did (nan_guard's findings, clipping, loss scaling). With --out it writes the event
     log, the picture of gradient flow over training and the loss per step.
     """
-    task = make_task(model_name, seed)
+    try:
+        task = make_task(model_name, seed, engine)
+    except ImportError as error:
+        raise click.ClickException(f"--engine {engine}: {error}") from None
     if inject_nan is not None:
         try:
             inject_nan.check(task, steps)
@@ -548,7 +562,7 @@ def demo(
             raise click.BadParameter(str(error), param_hint="'--inject-nan'") from None
     if out is not None:
         _prepare_out(out)
-    runtime = _demo_runtime(config_file, out)
+    runtime = _demo_runtime(config_file, out, engine)
     if runtime is not None:
         label = _config_label(runtime.config)
         click.echo(f"config: {label}; plugins: {', '.join(runtime.plugins)}")
