@@ -37,5 +37,10 @@ class NumpyEngine:
 
         return register_optimizer_step_post_hook(post)
 
+    # ------------------------------------------------------------------ distributed agreement (ddp)
+    def agree_on_step(self, optimizer: Any, vetoed_by: str | None, failed: bool) -> str | None:
+        """hookgrad's engine is never distributed: this process's verdict is the run's."""
+        return vetoed_by
+
     def __repr__(self) -> str:
         return "NumpyEngine()"
