@@ -74,11 +74,12 @@ def test_backward_end_sees_averaged_gradients_and_a_veto_holds_on_every_rank() -
 
 def test_each_rank_writes_its_own_event_log(tmp_path: Path) -> None:
     """One events.jsonl in the config, two gloo ranks: events.rank0.jsonl and events.rank1.jsonl,
-    each holding its own rank's records only."""
+    each holding its own rank's records only, each record stamped with that rank."""
     run_ranks(2, "logs", str(tmp_path))
     for rank in (0, 1):
         lines = (tmp_path / f"events.rank{rank}.jsonl").read_text().splitlines()
-        assert [json.loads(line)["data"] for line in lines] == [{"rank": rank}]
+        records = [json.loads(line) for line in lines]
+        assert [(r["data"], r["rank"]) for r in records] == [({"rank": rank}, rank)]
     assert not (tmp_path / "events.jsonl").exists()
 
 
@@ -101,13 +102,15 @@ def post_records(folder: Path, rank: int) -> list[dict[str, Any]]:
 
 def test_a_veto_on_one_rank_skips_the_step_on_every_rank(tmp_path: Path) -> None:
     """Rank 1's plugin vetoes step 2: both ranks skip it (weights unchanged there, identical on
-    both ranks after every step) and both post events say skipped, vetoed_by "veto@rank1"."""
+    both ranks after every step) and both post events say skipped, vetoed_by "veto@rank1"; each
+    rank's records carry its rank."""
     first, second = run_ranks(2, "veto", str(tmp_path))
     assert first["weights"] == second["weights"]
     weights = first["weights"]
     assert weights[2] == weights[1]
     assert weights[1] != weights[0] and weights[3] != weights[2]
     for rank in (0, 1):
+        assert {r["rank"] for r in post_records(tmp_path, rank)} == {rank}
         posts = [(r["step"], r["data"]) for r in post_records(tmp_path, rank)]
         assert posts == [
             (0, {"skipped": False, "vetoed_by": None}),
