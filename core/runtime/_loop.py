@@ -38,7 +38,7 @@ from typing import Any, Final, Protocol, TypeAlias
 import numpy as np
 import pluggy
 
-from ..engines import Engine, HandleGroup, engine_named
+from ..engines import Engine, HandleGroup, engine_named, process_rank
 from ..hookspecs import (
     BackwardBeginEvent,
     BackwardEndEvent,
@@ -150,7 +150,7 @@ class LoopHooks:
         stepping = bool(self._listeners[STEP_PRE] or self._listeners[STEP_POST])
         wanted = {
             "observer": (bool(begin), bool(end)) if begin or end else None,
-            "gate": True if self._listeners[STEP_PRE] else None,
+            "gate": True if self._listeners[STEP_PRE] or self._gate_stays() else None,
             "post": True if module_listeners or any(self._listeners.values()) else None,
             # Without module hooks the bridge sees no model: learn the models from the calls
             # before the first step, so parameters are named without watch().
@@ -163,6 +163,13 @@ class LoopHooks:
             if shape is not None and kind not in self._handles:
                 self._handles[kind] = self._install(kind, shape)
                 self._shapes[kind] = shape
+
+    def _gate_stays(self) -> bool:
+        """Whether the gate stays with no step_pre listener left: in a distributed run, once
+        installed, for as long as the hooks are attached. Every rank takes part in the
+        agreement of every step, so a plugin disabled on one rank only (``on_error``) must not
+        take that rank out of it and leave the others waiting."""
+        return "gate" in self._handles and process_rank()[1] > 1
 
     def _install(self, kind: str, shape: Any) -> _Removable:
         if kind == "spotter":

@@ -20,7 +20,12 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from hookgrad.engines import engine_named
-from hookgrad.hookspecs import OptimizerStepPostEvent, OptimizerStepPreEvent, hookimpl
+from hookgrad.hookspecs import (
+    OptimizerStepPostEvent,
+    OptimizerStepPreEvent,
+    PluginConfig,
+    hookimpl,
+)
 from hookgrad.runtime import PluginCatalog, Runtime
 from hookgrad.runtime._loop import LoopHooks
 
@@ -88,7 +93,7 @@ class VetoOnRankOne:
 
 
 class RaiseOnRankOne:
-    """Raises in step_pre of step 1 on rank 1 only (on_error is "raise" by default)."""
+    """Raises in step_pre of step 1 on rank 1 only."""
 
     @hookimpl
     def hookgrad_optimizer_step_pre(self, event: OptimizerStepPreEvent) -> None:
@@ -102,9 +107,11 @@ def veto_on_rank_one(rank: int, folder: str) -> dict[str, Any]:
         return {"weights": [train() for _ in range(STEPS)]}
 
 
-def raise_on_rank_one(rank: int, folder: str) -> dict[str, Any]:
-    """Train with RaiseOnRankOne until the step raises; the error's class and text."""
-    with _runtime_on_torch(RaiseOnRankOne(), "raising", folder) as train:
+def raise_on_rank_one(rank: int, folder: str, on_error: str) -> dict[str, Any]:
+    """Train STEPS steps with RaiseOnRankOne under ``on_error``, stopping at an error; the
+    weights after each step taken and the error's class and text."""
+    config = PluginConfig(on_error=on_error)  # type: ignore[arg-type]
+    with _runtime_on_torch(RaiseOnRankOne(), "raising", folder, config) as train:
         weights = []
         try:
             for _ in range(STEPS):
@@ -116,7 +123,7 @@ def raise_on_rank_one(rank: int, folder: str) -> dict[str, Any]:
 
 @contextmanager
 def _runtime_on_torch(
-    plugin: object, name: str, folder: str
+    plugin: object, name: str, folder: str, config: PluginConfig | None = None
 ) -> Iterator[Callable[[], list[list[float]]]]:
     """A started runtime with ``plugin`` whose training-loop points are the torch engine's,
     logging to DIR/events.jsonl; yields ``train()``: one step of a DDP model, the weights after.
@@ -127,7 +134,7 @@ def _runtime_on_torch(
     runtime = Runtime(
         {"events": {"jsonl": f"{folder}/events.jsonl"}}, environ={}, catalog=PluginCatalog(tuple)
     )
-    runtime.register(plugin, name=name)
+    runtime.register(plugin, name=name, config=config)
     loop = LoopHooks(
         runtime.pm, runtime.plugin_configs, runtime.bridge, engines=(engine_named("torch"),)
     )

@@ -123,7 +123,7 @@ def test_a_veto_on_one_rank_skips_the_step_on_every_rank(tmp_path: Path) -> None
 def test_a_plugin_raising_on_one_rank_stops_every_rank_without_a_hang(tmp_path: Path) -> None:
     """Rank 1's plugin raises in step_pre of step 1: rank 1 raises its PluginError, rank 0 a
     RuntimeError naming rank 1, both within the run's timeout; neither took step 1."""
-    first, second = run_ranks(2, "raise", str(tmp_path))
+    first, second = run_ranks(2, "raise", str(tmp_path), "raise")
     assert (first["error"], first["message"]) == (
         "RuntimeError",
         "optimizer step abandoned: a plugin failed on rank 1",
@@ -131,4 +131,14 @@ def test_a_plugin_raising_on_one_rank_stops_every_rank_without_a_hang(tmp_path: 
     assert second["error"] == "PluginError[ValueError]"  # also a ValueError, as raised
     assert "rank 1 cannot go on" in second["message"]
     assert len(first["weights"]) == len(second["weights"]) == 1
+    assert first["weights"] == second["weights"]
+
+
+def test_a_plugin_disabled_on_one_rank_leaves_no_rank_waiting(tmp_path: Path) -> None:
+    """on_error "disable": rank 1's plugin fails in step_pre of step 1 and is disabled there
+    only, its last step_pre listener gone; both ranks still agree on every step and take all
+    of them, with the same weights."""
+    first, second = run_ranks(2, "raise", str(tmp_path), "disable")
+    assert first["error"] is None and second["error"] is None
+    assert len(first["weights"]) == 4
     assert first["weights"] == second["weights"]
