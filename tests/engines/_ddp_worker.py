@@ -23,6 +23,7 @@ from hookgrad.engines import engine_named
 from hookgrad.hookspecs import (
     OptimizerStepPostEvent,
     OptimizerStepPreEvent,
+    PluginAbort,
     PluginConfig,
     hookimpl,
 )
@@ -92,13 +93,20 @@ class VetoOnRankOne:
         self.runtime.emit({"plugin": "veto", "kind": "post", "step": event.step, "data": data})
 
 
+class StopTraining(RuntimeError, PluginAbort):
+    """A plugin's verdict to stop the run (as nan_guard's NonFiniteGradientError), no failure."""
+
+
 class RaiseOnRankOne:
-    """Raises in step_pre of step 1 on rank 1 only."""
+    """Raises ``error`` in step_pre of step 1 on rank 1 only."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
 
     @hookimpl
     def hookgrad_optimizer_step_pre(self, event: OptimizerStepPreEvent) -> None:
         if (dist.get_rank(), event.step) == (1, 1):
-            raise ValueError("rank 1 cannot go on")
+            raise self.error
 
 
 def veto_on_rank_one(rank: int, folder: str) -> dict[str, Any]:
@@ -107,11 +115,13 @@ def veto_on_rank_one(rank: int, folder: str) -> dict[str, Any]:
         return {"weights": [train() for _ in range(STEPS)]}
 
 
-def raise_on_rank_one(rank: int, folder: str, on_error: str) -> dict[str, Any]:
-    """Train STEPS steps with RaiseOnRankOne under ``on_error``, stopping at an error; the
-    weights after each step taken and the error's class and text."""
+def raise_on_rank_one(rank: int, folder: str, on_error: str, raised: str) -> dict[str, Any]:
+    """Train STEPS steps with RaiseOnRankOne (raising a ValueError if ``raised`` is "failure",
+    a StopTraining if "abort") under ``on_error``, stopping at an error; the weights after
+    each step taken and the error's class and text."""
+    error = StopTraining("rank 1 stops") if raised == "abort" else ValueError("rank 1 cannot go on")
     config = PluginConfig(on_error=on_error)  # type: ignore[arg-type]
-    with _runtime_on_torch(RaiseOnRankOne(), "raising", folder, config) as train:
+    with _runtime_on_torch(RaiseOnRankOne(error), "raising", folder, config) as train:
         weights = []
         try:
             for _ in range(STEPS):

@@ -123,7 +123,7 @@ def test_a_veto_on_one_rank_skips_the_step_on_every_rank(tmp_path: Path) -> None
 def test_a_plugin_raising_on_one_rank_stops_every_rank_without_a_hang(tmp_path: Path) -> None:
     """Rank 1's plugin raises in step_pre of step 1: rank 1 raises its PluginError, rank 0 a
     RuntimeError naming rank 1, both within the run's timeout; neither took step 1."""
-    first, second = run_ranks(2, "raise", str(tmp_path), "raise")
+    first, second = run_ranks(2, "raise", str(tmp_path), "raise", "failure")
     assert (first["error"], first["message"]) == (
         "RuntimeError",
         "optimizer step abandoned: a plugin failed on rank 1",
@@ -138,7 +138,36 @@ def test_a_plugin_disabled_on_one_rank_leaves_no_rank_waiting(tmp_path: Path) ->
     """on_error "disable": rank 1's plugin fails in step_pre of step 1 and is disabled there
     only, its last step_pre listener gone; both ranks still agree on every step and take all
     of them, with the same weights."""
-    first, second = run_ranks(2, "raise", str(tmp_path), "disable")
+    first, second = run_ranks(2, "raise", str(tmp_path), "disable", "failure")
     assert first["error"] is None and second["error"] is None
     assert len(first["weights"]) == 4
     assert first["weights"] == second["weights"]
+
+
+def test_a_plugin_abort_on_one_rank_stops_every_rank_whatever_on_error(tmp_path: Path) -> None:
+    """A PluginAbort (a verdict, not a failure) under on_error "warn" on rank 1: rank 1 raises
+    it as raised, rank 0 the RuntimeError naming rank 1; neither took step 1."""
+    first, second = run_ranks(2, "raise", str(tmp_path), "warn", "abort")
+    assert (first["error"], first["message"]) == (
+        "RuntimeError",
+        "optimizer step abandoned: a plugin failed on rank 1",
+    )
+    assert (second["error"], second["message"]) == ("StopTraining", "rank 1 stops")
+    assert first["weights"] == second["weights"] and len(first["weights"]) == 1
+
+
+def test_the_agreed_verdict_is_the_weightiest_then_the_lowest_rank() -> None:
+    """Encoded per rank and reduced by MAX: a failure beats a veto beats a step, and among
+    equal verdicts the lowest rank decides (ranks 1 and 3 veto, 2 fails: rank 2's failure)."""
+    from hookgrad.engines.torch._agreement import FAILED, STEP, VETOED, _decode, _encode
+
+    world = 4
+    for verdicts, agreed in [
+        ([VETOED, STEP, STEP, STEP], (VETOED, 0)),
+        ([STEP, VETOED, STEP, VETOED], (VETOED, 1)),
+        ([STEP, VETOED, FAILED, VETOED], (FAILED, 2)),
+        ([FAILED, STEP, STEP, FAILED], (FAILED, 0)),
+    ]:
+        best = max(_encode(v, rank, world) for rank, v in enumerate(verdicts))
+        assert _decode(best, world) == agreed
+    assert _decode(max(_encode(STEP, rank, world) for rank in range(world)), world)[0] == STEP
