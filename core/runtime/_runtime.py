@@ -343,7 +343,7 @@ class Runtime:
         the path of its event log), whatever the plugin put there.
         """
         if trusted:
-            self._sinks.write({**record, "rank": self._rank})
+            self._sinks.write({**record, "rank": self._rank})  # type: ignore[dict-item]
         elif isinstance(record, PluginRecord):
             self._sinks.write({**record.summary(), "rank": self._rank})
         else:

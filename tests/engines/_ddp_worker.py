@@ -120,7 +120,7 @@ def raise_on_rank_one(rank: int, folder: str, on_error: str, raised: str) -> dic
     a StopTraining if "abort") under ``on_error``, stopping at an error; the weights after
     each step taken and the error's class and text."""
     error = StopTraining("rank 1 stops") if raised == "abort" else ValueError("rank 1 cannot go on")
-    config = PluginConfig(on_error=on_error)  # type: ignore[arg-type]
+    config = PluginConfig.model_validate({"on_error": on_error})
     with _runtime_on_torch(RaiseOnRankOne(error), "raising", folder, config) as train:
         weights = []
         try:
