@@ -138,16 +138,14 @@ def _runtime_on_torch(
     """A started runtime with ``plugin`` whose training-loop points are the torch engine's,
     logging to DIR/events.jsonl; yields ``train()``: one step of a DDP model, the weights after.
 
-    The runtime dispatches its loop points on hookgrad's engine until engine selection
-    reaches it; here a LoopHooks on torch shares its plugins, settings and step counter.
+    A runtime without engine selection (``Runtime.engines``) dispatches its loop points on
+    hookgrad's engine only; for it, a LoopHooks on torch shares its plugins, settings and step
+    counter. Once engine selection is in, the runtime's own loop points are on torch.
     """
     runtime = Runtime(
         {"events": {"jsonl": f"{folder}/events.jsonl"}}, environ={}, catalog=PluginCatalog(tuple)
     )
     runtime.register(plugin, name=name, config=config)
-    loop = LoopHooks(
-        runtime.pm, runtime.plugin_configs, runtime.bridge, engines=(engine_named("torch"),)
-    )
     torch.manual_seed(0)
     model = DistributedDataParallel(torch.nn.Linear(3, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -160,12 +158,18 @@ def _runtime_on_torch(
         return model.module.weight.tolist()
 
     with runtime:
-        loop.attach()
-        loop.watch(model)
+        loop: LoopHooks | None = None
+        if "torch" not in {engine.name for engine in getattr(runtime, "engines", ())}:
+            loop = LoopHooks(
+                runtime.pm, runtime.plugin_configs, runtime.bridge, engines=(engine_named("torch"),)
+            )
+            loop.attach()
+        (loop or runtime).watch(model)
         try:
             yield train
         finally:
-            loop.detach()
+            if loop is not None:
+                loop.detach()
 
 
 SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
