@@ -135,6 +135,7 @@ class _Envelope(BaseModel):
     step: Annotated[int, Field(ge=0, le=LAST_STEP)]
     module_name: Text | None = None
     data: dict[str, Any] = Field(default_factory=dict)
+    rank: Annotated[int, Field(ge=0)] = 0  # absent from logs older than the field
 
 
 class Entry(NamedTuple):
@@ -146,6 +147,8 @@ class Entry(NamedTuple):
     """As shown: the record's ``step`` plus FIRST_STEP."""
     module: str | None
     data: _Data
+    rank: int = 0
+    """The rank of the process that wrote it (0 outside a distributed run)."""
 
     def record(self) -> dict[str, Any]:
         """Back in the JSON form (PluginRecord dict), for readers of records."""
@@ -155,6 +158,7 @@ class Entry(NamedTuple):
             "step": self.step - FIRST_STEP,
             "module_name": self.module,
             "data": self.data.model_dump(),
+            "rank": self.rank,
         }
 
 
@@ -175,7 +179,7 @@ def _checked(record: Mapping[str, Any]) -> Entry | None:
     envelope = _validated(_Envelope, record, what, "")
     data = _validated(model, envelope.data, what, "data.")
     step = envelope.step + FIRST_STEP
-    return Entry(envelope.plugin, envelope.kind, step, envelope.module_name, data)
+    return Entry(envelope.plugin, envelope.kind, step, envelope.module_name, data, envelope.rank)
 
 
 def _validated(model: type[_M], value: object, what: str, prefix: str) -> _M:

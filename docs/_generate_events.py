@@ -212,9 +212,10 @@ def _record_section() -> Iterator[str]:
     yield from (_paragraph(p) + "\n" for p in (inspect.getdoc(PluginRecord) or "").split("\n\n"))
     yield "A plugin writes one with `runtime.emit({...})`: a dict is validated as a PluginRecord,"
     yield "`step` defaulting to the runtime's step. A plugin that emits dozens of records per step"
-    yield "and builds them in the JSON form below (all five keys, JSON values only) may pass"
+    yield "and builds them in the JSON form below (every key but `rank`, JSON values only) may pass"
     yield "`trusted=True` to skip the checks, as `grad_stats` does; a sink still refuses what it"
-    yield "cannot write."
+    yield "cannot write. The runtime sets `rank` on every record it writes: its process's rank in"
+    yield "a distributed run (see [distributed.md](distributed.md)), 0 outside one."
     yield ""
     yield from _fields_and_schema(PluginRecord)
 

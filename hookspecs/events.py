@@ -392,7 +392,12 @@ class OptimizerStepPostEvent(RunEvent):
     optimizer_type: str = Field(description="The optimizer's class name, e.g. SGD")
     parameters: _NamedParameters = Field(description="As in OptimizerStepPreEvent, after the step")
     skipped: bool = Field(description="True when a plugin vetoed the step")
-    vetoed_by: str | None = Field(description="The name of the plugin that vetoed, else None")
+    vetoed_by: str | None = Field(
+        description=(
+            "The name of the plugin that vetoed, else None; in a distributed run NAME@rankR, "
+            "the same on every rank (R: the lowest rank whose plugin NAME vetoed)"
+        )
+    )
 
 
 # ---------------------------------------------------------------------- plugin records
@@ -412,14 +417,22 @@ class PluginRecord(Event):
     data: _JsonDetails = Field(
         default_factory=dict, description="JSON-safe details, e.g. pre_norm, post_norm"
     )
+    rank: _NonNegativeInt = Field(
+        default=0,
+        description=(
+            "The rank of the process that wrote it in a distributed run, 0 outside one; "
+            "the runtime sets it"
+        ),
+    )
 
     def summary(self) -> dict[str, Any]:
         """The record as sinks write it; ``data`` is JSON already, so it is shared, not copied."""
         return dict(self.__dict__)
 
     @classmethod
-    def json_of(cls, record: Mapping[str, Any], *, step: int) -> dict[str, Any]:
-        """The JSON form of a record given as a mapping, ``step`` filling a missing step.
+    def json_of(cls, record: Mapping[str, Any], *, step: int, rank: int = 0) -> dict[str, Any]:
+        """The JSON form of a record given as a mapping, ``step`` filling a missing step and
+        ``rank`` the rank (whatever the mapping says: the writer knows its rank).
 
         The same checks as validating a PluginRecord, done with plain type tests on the path
         every record of every step takes (a plugin emits dozens per step); anything the fast
@@ -445,8 +458,9 @@ class PluginRecord(Event):
                 "step": step,
                 "module_name": module_name,
                 "data": data if data is not _NO_DATA else {},
+                "rank": rank,
             }
-        return cls.model_validate({"step": step, **record}).summary()
+        return cls.model_validate({"step": step, **record, "rank": rank}).summary()
 
 
 _RECORD_FIELDS: Final = frozenset(PluginRecord.model_fields)

@@ -231,7 +231,8 @@ def hookgrad_optimizer_step_post(event: OptimizerStepPostEvent) -> None:
     ``event.step``.
 
     :param event: as for ``hookgrad_optimizer_step_pre`` with the updated parameters,
-        ``skipped`` and ``vetoed_by`` (the vetoing plugin's name).
+        ``skipped`` and ``vetoed_by`` (the vetoing plugin's name; in a distributed run, where
+        a veto on any rank skips the step on every rank, ``NAME@rankR`` on every rank).
 
     The return value is ignored.
     """

@@ -282,6 +282,11 @@ def test_visible_escapes_what_is_not_printable() -> None:
             _record("nan_guard", "zeroed", 0, count=1.5),
             "nan_guard zeroed record: data.count: Input should be a valid integer, got 1.5",
         ),
+        (
+            {**_norm(0, "fc", 1.0), "rank": -1},
+            "grad_stats module_grad record: rank: Input should be greater than or equal to 0, "
+            "got -1",
+        ),
     ],
 )
 def test_a_record_of_the_wrong_shape_is_one_error_naming_line_and_key(
@@ -298,6 +303,14 @@ def test_the_same_records_from_memory_raise_record_error() -> None:
     with pytest.raises(RecordError, match=r"^grad_clip clip record: data.pre_norm: ") as caught:
         plugin_entries([_clip(0, "big", 1.0)])
     assert isinstance(caught.value, ValueError)
+
+
+def test_a_records_rank_is_read_and_may_be_absent() -> None:
+    """A record's rank is kept in its entry and its JSON form; one without (an older log) is
+    rank 0."""
+    entries = plugin_entries([{**_norm(0, "fc", 1.0), "rank": 2}, _norm(1, "fc", 1.0)])
+    assert [e.rank for e in entries] == [2, 0]
+    assert [e.record()["rank"] for e in entries] == [2, 0]
 
 
 def test_records_the_report_does_not_read_may_hold_anything() -> None:

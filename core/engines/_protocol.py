@@ -179,6 +179,24 @@ class Engine(Protocol):
         skip the wrapper: ``DDP(net)`` is named as ``net`` is."""
         ...
 
+    # ------------------------------------------------------------------ distributed agreement (ddp)
+    def agree_on_step(self, optimizer: Any, vetoed_by: str | None, failed: bool) -> str | None:
+        """The verdict on this step of ``optimizer`` that every rank of the run takes.
+
+        ``vetoed_by`` names what vetoed the step on this rank (None: nothing did) and
+        ``failed`` says the gate raised here (the caller raises that error after this returns).
+        Outside a distributed run, hookgrad's engine always, it returns ``vetoed_by`` and
+        touches nothing. In one (a process group of world size above 1) every rank calls it
+        once per gated step and takes part in one small collective; then:
+
+        * a gate failed on another rank, none here: RuntimeError ``"optimizer step abandoned:
+          a plugin failed on rank R"`` (R the lowest such rank), so no rank waits for ever;
+        * a rank vetoed: ``"NAME@rankR"`` on every rank, R the lowest vetoing rank and NAME
+          what vetoed there (learning NAME costs one more collective, on vetoed steps only);
+        * otherwise None: every rank steps.
+        """
+        ...
+
     # ------------------------------------------------------------------ kernels
     # The numeric work the plugins share, one method per job, implemented by each adapter in
     # its ``_kernels`` module. Each takes a batch (a sequence of tensors, None entries allowed

@@ -7,7 +7,9 @@
   ``hookgrad_backward_end``;
 * an optimizer step gate (:func:`hookgrad.optim._hooks.register_optimizer_step_gate`) for
   ``hookgrad_optimizer_step_pre``: the first plugin returning False vetoes the step, the later
-  ones are not called, ``hookgrad_optimizer_step_post`` fires at once with ``skipped=True``;
+  ones are not called, ``hookgrad_optimizer_step_post`` fires at once with ``skipped=True``.
+  In a distributed run the ranks agree first (:meth:`hookgrad.engines.Engine.agree_on_step`):
+  a veto on any rank vetoes the step on every rank, ``vetoed_by`` then reads ``NAME@rankR``;
 * a global optimizer step post hook for ``hookgrad_optimizer_step_post`` of a step taken. It
   also advances the step counter (``bridge.step``, the one counter every event is stamped
   with), so it is installed whenever any plugin implements any event hook, module hooks
@@ -30,12 +32,13 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Final, Protocol, TypeAlias
 
 import numpy as np
 import pluggy
 
-from ..engines import Engine, HandleGroup, engine_named
+from ..engines import Engine, HandleGroup, engine_named, process_rank
 from ..hookspecs import (
     BackwardBeginEvent,
     BackwardEndEvent,
@@ -147,7 +150,7 @@ class LoopHooks:
         stepping = bool(self._listeners[STEP_PRE] or self._listeners[STEP_POST])
         wanted = {
             "observer": (bool(begin), bool(end)) if begin or end else None,
-            "gate": True if self._listeners[STEP_PRE] else None,
+            "gate": True if self._listeners[STEP_PRE] or self._gate_stays() else None,
             "post": True if module_listeners or any(self._listeners.values()) else None,
             # Without module hooks the bridge sees no model: learn the models from the calls
             # before the first step, so parameters are named without watch().
@@ -161,11 +164,18 @@ class LoopHooks:
                 self._handles[kind] = self._install(kind, shape)
                 self._shapes[kind] = shape
 
+    def _gate_stays(self) -> bool:
+        """Whether the gate stays with no step_pre listener left: in a distributed run, once
+        installed, for as long as the hooks are attached. Every rank takes part in the
+        agreement of every step, so a plugin disabled on one rank only (``on_error``) must not
+        take that rank out of it and leave the others waiting."""
+        return "gate" in self._handles and process_rank()[1] > 1
+
     def _install(self, kind: str, shape: Any) -> _Removable:
         if kind == "spotter":
             return RootSpotter(self._spot, self.bridge.acts_here, self.engines)
         if kind == "gate":
-            return HandleGroup(e.gate_optimizer_steps(self._gate) for e in self.engines)
+            return HandleGroup(e.gate_optimizer_steps(partial(self._gate, e)) for e in self.engines)
         if kind == "post":
             return HandleGroup(e.on_optimizer_step_post(self._post_hook) for e in self.engines)
         has_begin, has_end = shape
@@ -218,9 +228,25 @@ class LoopHooks:
             if self.on_models_known is not None and roots:
                 self.on_models_known(roots)
 
-    def _gate(self, optimizer: Any) -> bool:
+    def _gate(self, engine: Engine, optimizer: Any) -> bool:
+        """Ask the step_pre listeners; the engine agrees the verdict across the ranks of a
+        distributed run (:meth:`~hookgrad.engines.Engine.agree_on_step`), even when a
+        listener raised here, so that no rank steps alone or waits for ever."""
         if not self.bridge.acts_here():  # another thread's step: not ours to veto
             return True
+        try:
+            vetoed_by = self._vetoer(optimizer)
+        except BaseException:
+            engine.agree_on_step(optimizer, None, failed=True)
+            raise
+        vetoed_by = engine.agree_on_step(optimizer, vetoed_by, failed=False)
+        if vetoed_by is None:
+            return True
+        self._after_step(optimizer, vetoed_by=vetoed_by)
+        return False
+
+    def _vetoer(self, optimizer: Any) -> str | None:
+        """The name of the first step_pre listener vetoing this step, None if none does."""
         self._end_spotting()
         named = self.named_parameters(optimizer)
         selected: dict[str, _Pairs] = {}
@@ -236,9 +262,8 @@ class LoopHooks:
                 }
             )
             if self._call(listener, event, _veto, None):
-                self._after_step(optimizer, vetoed_by=listener.name)
-                return False
-        return True
+                return listener.name
+        return None
 
     def _post_hook(self, optimizer: Any) -> None:
         if not self.bridge.acts_here():

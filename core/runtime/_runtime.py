@@ -31,7 +31,7 @@ from typing import Any
 import pluggy
 from structlog.typing import FilteringBoundLogger
 
-from ..engines import Engine, available_engines, engine_named
+from ..engines import Engine, available_engines, engine_named, process_rank
 from ..hookspecs import PROJECT_NAME, PluginConfig, PluginRecord, call_order, specs
 from ._activation import check_config, plugin_settings, unmatched_selection
 from ._bridge import HookBridge
@@ -100,6 +100,7 @@ class Runtime:
             config = plugin_settings(self._config, loaded)
             self._add(loaded.source.name, loaded.create(config), config)
         self._sinks, self._memory = _build_sinks(self._config, base)
+        self._rank = process_rank()[0]  # the rank the event log's path was chosen for
         self._log: FilteringBoundLogger = make_logger(self._config.config.log_level, self._sinks)
         self._bridge = HookBridge(
             self._pm, self._configs, on_error_log=self._log_plugin_error, threads=threads
@@ -344,18 +345,22 @@ class Runtime:
         ``step`` defaults to the runtime's step. Raises pydantic's ValidationError on a
         record that is not PluginRecord-shaped.
 
-        ``trusted=True`` skips the checks and the copy, for a plugin that emits dozens of
-        records per step and builds them right by construction: the record must already be
-        the JSON form, a dict with exactly the keys ``plugin``, ``kind``, ``step``,
-        ``module_name`` and ``data`` (a dict of JSON values). A sink still refuses what it
-        cannot write, naming the key (:class:`~hookgrad.runtime.JsonLinesSink`).
+        ``trusted=True`` skips the checks, for a plugin that emits dozens of records per step
+        and builds them right by construction: the record must already be the JSON form, a
+        dict with exactly the keys ``plugin``, ``kind``, ``step``, ``module_name`` and
+        ``data`` (a dict of JSON values). A sink still refuses what it cannot write, naming
+        the key (:class:`~hookgrad.runtime.JsonLinesSink`).
+
+        Every record written carries ``rank``: this process's rank in a distributed run, 0
+        outside one (:func:`hookgrad.engines.process_rank` when the runtime was built, as for
+        the path of its event log), whatever the plugin put there.
         """
         if trusted:
-            self._sinks.write(record)  # type: ignore[arg-type]
+            self._sinks.write({**record, "rank": self._rank})  # type: ignore[dict-item]
         elif isinstance(record, PluginRecord):
-            self._sinks.write(record.summary())
+            self._sinks.write({**record.summary(), "rank": self._rank})
         else:
-            self._sinks.write(PluginRecord.json_of(record, step=self.step))
+            self._sinks.write(PluginRecord.json_of(record, step=self.step, rank=self._rank))
 
     def _check_selections(self, roots: tuple[Any, ...]) -> None:
         """ConfigError if a plugin's ``modules`` or ``module_types`` selects nothing in these

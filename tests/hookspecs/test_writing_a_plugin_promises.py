@@ -492,7 +492,7 @@ def test_emit_validates_records_naming_the_bad_field() -> None:
         with pytest.raises(ValidationError):
             capture.runtime.emit({"plugin": "p", "kind": "k", "data": {"bad": object()}})
     assert capture.of_plugin("p") == [
-        {"plugin": "p", "kind": "note", "step": 0, "module_name": None, "data": {"x": 1}}
+        {"plugin": "p", "kind": "note", "step": 0, "module_name": None, "data": {"x": 1}, "rank": 0}
     ]
 
 

@@ -103,6 +103,11 @@ def only(records: Sequence[Mapping[str, Any]], **match: Any) -> list[Mapping[str
     return [r for r in records if all(field(r, k) == v for k, v in match.items())]
 
 
+def as_written(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """What the sinks get of records a plugin emits outside a distributed run: with rank 0."""
+    return [{**r, "rank": 0} for r in records]
+
+
 def numpy_stats(g: np.ndarray) -> dict[str, Any]:
     """The statistics grad_stats promises, computed directly in float64 over finite entries."""
     finite = g[np.isfinite(g)].astype(np.float64)
@@ -161,7 +166,7 @@ def test_nonfinite_entries_are_counted_and_left_out_of_the_moments() -> None:
     assert module["data"]["nonfinite"] == 2
     weight_post, _ = only(plugin.records, kind="param_grad", stage="post_clip")
     assert weight_post["data"]["update_ratio"] is None  # the step wrote NaN into the weight
-    assert capture.of_plugin("grad_stats") == list(plugin.records)  # JSON-safe: sinks got the same
+    assert capture.of_plugin("grad_stats") == as_written(plugin.records)  # JSON-safe
 
 
 def _assert_plain_json(value: Any, where: str) -> None:
@@ -191,13 +196,13 @@ def test_records_are_json_form_and_reach_the_sinks() -> None:
                 model[0].weight.grad.data[0, 0] = float("nan")
             optimizer.step()
             optimizer.zero_grad()
-    assert list(plugin.records) == capture.of_plugin("grad_stats")
+    assert as_written(plugin.records) == capture.of_plugin("grad_stats")
     kinds = {r["kind"] for r in plugin.records}
     assert kinds == {"param_grad", "module_grad", "grad_output"}
     assert any(r["data"].get("nonfinite") for r in plugin.records)
     for record in plugin.records:
         assert list(record) == ["plugin", "kind", "step", "module_name", "data"]
-        assert PluginRecord.json_of(record, step=0) == record
+        assert PluginRecord.json_of(record, step=0) == {**record, "rank": 0}
         _assert_plain_json(record, record["kind"])
 
 
@@ -409,7 +414,8 @@ def test_activated_by_entry_point_name_from_config(capsys: pytest.CaptureFixture
     plugin = rt.plugins["grad_stats"]
     assert isinstance(plugin, GradStats) and plugin.config.every_n_steps == 2
     assert rt.memory is not None
-    assert [r for r in rt.memory.records if r.get("plugin") == "grad_stats"] == list(plugin.records)
+    written = [r for r in rt.memory.records if r.get("plugin") == "grad_stats"]
+    assert written == as_written(plugin.records)
     assert sorted({r["step"] for r in plugin.records}) == [0, 2]
     assert capsys.readouterr().out == per_layer_table(plugin.records) + "\n"
 
@@ -811,7 +817,7 @@ def test_memory_stays_bounded_while_the_table_counts_every_step() -> None:
             model(hookgrad.ones(2, 3)).sum().backward()
             optimizer.step()
     emitted = capture.of_plugin("grad_stats")
-    assert len(emitted) > 200 and list(plugin.records) == emitted[-10:]
+    assert len(emitted) > 200 and as_written(plugin.records) == emitted[-10:]
     table = per_layer_table(emitted)
     assert gs._table(plugin._layers) == table
     assert table.splitlines()[1].split()[:2] == ["0", "25"]  # 25 steps counted for layer 0

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 import hookgrad
 from hookgrad import nn, optim
 from hookgrad.autograd._observers import BACKWARD_OBSERVERS
-from hookgrad.hookspecs import PluginConfig, hookimpl
+from hookgrad.hookspecs import PluginConfig, PluginRecord, hookimpl
 from hookgrad.nn.modules._global_hooks import GLOBAL_HOOKS
 from hookgrad.optim import _hooks as optim_hooks
 from hookgrad.runtime import (
@@ -33,7 +33,7 @@ from hookgrad.runtime import (
 from hookgrad.runtime._runtime import _DEFAULT
 
 PLUGINS = """
-from hookgrad.hookspecs import PluginConfig, hookimpl
+from hookgrad.hookspecs import PluginConfig, PluginRecord, hookimpl
 
 CALLS = []
 
@@ -606,8 +606,9 @@ def test_a_warn_plugin_error_is_written_to_the_jsonl_sink(tmp_path):
     assert records[1]["error"] == "ZeroDivisionError('bad end')"
 
 
-def test_emit_writes_a_plugin_record_stamped_with_the_step():
-    """runtime.emit validates a PluginRecord-shaped dict and writes its JSON form."""
+def test_emit_writes_a_plugin_record_stamped_with_the_step_and_rank():
+    """runtime.emit validates a PluginRecord-shaped dict and writes its JSON form, with the
+    runtime's step and rank (0 outside a distributed run)."""
     with _isolated(events={"memory": True}) as rt:
         rt.emit({"plugin": "grad_clip", "kind": "clip", "data": {"pre_norm": 3.0}})
     assert rt.memory is not None
@@ -618,13 +619,32 @@ def test_emit_writes_a_plugin_record_stamped_with_the_step():
             "step": 0,
             "module_name": None,
             "data": {"pre_norm": 3.0},
+            "rank": 0,
         }
     ]
 
 
+@pytest.mark.parametrize("given", ["dict", "trusted", "model"])
+def test_every_record_carries_the_rank_of_its_writer(
+    given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under torchrun's RANK=3 WORLD_SIZE=4 a record says rank 3, however emitted and whatever
+    rank the plugin put in it."""
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    record = {"plugin": "p", "kind": "k", "step": 1, "module_name": None, "data": {}, "rank": 0}
+    with _isolated(events={"memory": True}) as rt:
+        if given == "model":
+            rt.emit(PluginRecord.model_validate(record))
+        else:
+            rt.emit(record, trusted=given == "trusted")
+    assert rt.memory is not None
+    assert rt.memory.records == [{**record, "rank": 3}]
+
+
 def test_trusted_emit_writes_the_record_as_given(tmp_path):
-    """trusted=True skips validation: the sinks get the caller's dict itself (a JSON-form
-    record passes unchanged; a bad one is not caught by emit but by the JSON sink)."""
+    """trusted=True skips validation: the sinks get the caller's record plus its rank (a
+    JSON-form record passes unchanged; a bad one is not caught by emit but by the JSON sink)."""
     path = tmp_path / "events.jsonl"
     record = {"plugin": "p", "kind": "k", "step": 7, "module_name": "0", "data": {"x": 1.5}}
     with _isolated(events={"memory": True, "jsonl": str(path)}) as rt:
@@ -634,8 +654,9 @@ def test_trusted_emit_writes_the_record_as_given(tmp_path):
         with pytest.warns(SinkWarning, match="data.x"):
             rt.emit({**record, "data": {"x": object()}}, trusted=True)
     assert rt.memory is not None
-    assert rt.memory.records[0] == record and len(rt.memory.records) == 2
-    assert [json.loads(line) for line in path.read_text().splitlines()] == [record]
+    written = {**record, "rank": 0}
+    assert rt.memory.records[0] == written and len(rt.memory.records) == 2
+    assert [json.loads(line) for line in path.read_text().splitlines()] == [written]
 
 
 # ---------------------------------------------------------------------- the default runtime

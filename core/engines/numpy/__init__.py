@@ -89,5 +89,10 @@ class NumpyEngine:
     ) -> tuple[float, float, bool]:
         return agc_clip_(weights, grads, clipping, eps)
 
+    # ------------------------------------------------------------------ distributed agreement (ddp)
+    def agree_on_step(self, optimizer: Any, vetoed_by: str | None, failed: bool) -> str | None:
+        """hookgrad's engine is never distributed: this process's verdict is the run's."""
+        return vetoed_by
+
     def __repr__(self) -> str:
         return "NumpyEngine()"

@@ -2,8 +2,8 @@
 
 Module, tensor and optimizer API are torch's own, which hookgrad mirrors; what torch lacks a
 public hook for is built here: the backward observer (:mod:`._backward`), the optimizer step
-gate (:mod:`._steps`) and module backward events that survive in-place modules
-(:mod:`._module_hooks`). Every reliance on torch's private state sits in :mod:`._private`.
+gate (:mod:`._steps`), its agreement across the ranks of a distributed run (:mod:`._agreement`)
+and module backward events that survive in-place modules (:mod:`._module_hooks`). Every reliance on torch's private state sits in :mod:`._private`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .._protocol import (
     StepGate,
     StepPost,
 )
+from ._agreement import agree_on_step
 from ._backward import observe_backward
 from ._kernels import agc_clip_, clamp, clip_with_norm_, summaries, total_norms
 from ._module_hooks import install_module_hooks, observe_module_calls, unwrap
@@ -85,6 +86,10 @@ class TorchEngine:
         self, weights: Sequence[Any], grads: Sequence[Any | None], clipping: float, eps: float
     ) -> tuple[float, float, bool]:
         return agc_clip_(weights, grads, clipping, eps)
+
+    # ------------------------------------------------------------------ distributed agreement (ddp)
+    def agree_on_step(self, optimizer: Any, vetoed_by: str | None, failed: bool) -> str | None:
+        return agree_on_step(optimizer, vetoed_by, failed)
 
     def __repr__(self) -> str:
         return f"TorchEngine(torch {torch.__version__})"
