@@ -13,8 +13,9 @@ from typing import Any, Final
 
 import torch
 
-from ...hookspecs._stats import TensorSummary
+from ...hookspecs._stats import GradSummary, TensorSummary
 from .._protocol import BackwardBegin, BackwardEnd, ModuleHooks, Removable, StepGate, StepPost
+from . import _kernels
 from ._backward import observe_backward
 from ._kernels import summaries
 from ._module_hooks import install_module_hooks
@@ -47,6 +48,23 @@ class TorchEngine:
 
     def on_optimizer_step_post(self, hook: StepPost) -> Removable:
         return on_optimizer_step_post(hook)
+
+    # ------------------------------------------------------------------ grad_stats kernels
+    def grad_summaries(self, tensors: Sequence[Any]) -> list[GradSummary | None]:
+        return _kernels.grad_summaries(tensors)
+
+    def histograms(
+        self, tensors: Sequence[Any], bins: int, ranges: Sequence[tuple[float, float] | None]
+    ) -> list[dict[str, list[Any]] | None]:
+        return _kernels.histograms(tensors, bins, ranges)
+
+    def snapshot(self, tensors: Sequence[Any]) -> list[Any]:
+        return _kernels.snapshot(tensors)
+
+    def diff_norms(
+        self, after: Sequence[Any], before: Sequence[Any]
+    ) -> list[tuple[float, float] | None]:
+        return _kernels.diff_norms(after, before)
 
     def __repr__(self) -> str:
         return f"TorchEngine(torch {torch.__version__})"
