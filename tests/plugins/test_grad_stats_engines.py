@@ -1,0 +1,122 @@
+"""grad_stats on torch tensors: the same hook events give the same records as on hookgrad's.
+
+The plugin's hooks are driven with payloads built from torch tensors and from hookgrad tensors
+of the same values (parameters, gradients with NaN/Inf and zeros, an in-place clip between
+the pre- and post-clip records, a step that moves the weights, a vetoed step, a module call's
+grad_output). The records must be equal: names, kinds, steps, keys in order, counts and
+histograms exactly, the other numbers to float32 tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hookgrad
+from hookgrad.hookspecs import FullBackwardEvent, OptimizerStepPostEvent, OptimizerStepPreEvent
+from hookgrad.plugins.grad_stats import GradStats
+from hookgrad.testing import capture_events
+
+torch = pytest.importorskip("torch")
+
+
+def values() -> tuple[list[tuple[str, np.ndarray, np.ndarray | None]], np.ndarray]:
+    """(name, weight, gradient) of a few layers, and a grad_output, all float32."""
+    rng = np.random.default_rng(5)
+
+    def draw(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(np.float32)
+
+    bad = draw(2, 3)
+    bad[0, 1], bad[1, 2], bad[1, 0] = np.nan, -np.inf, 0.0
+    params = [
+        ("0.weight", draw(3, 4), draw(3, 4)),
+        ("0.bias", draw(3), np.zeros(3, np.float32)),
+        ("2.weight", draw(2, 3), bad),
+        ("2.bias", draw(2), draw(2)),
+        ("4.weight", draw(70, 80), draw(70, 80)),  # past the numpy side's batch size
+        ("4.bias", np.zeros(70, np.float32), draw(70)),  # a zero weight: no update ratio
+        ("5.weight", draw(2, 2), None),  # no gradient: no record
+    ]
+    return params, draw(5, 2)
+
+
+def records_on(lib: ModuleType) -> list[dict[str, Any]]:
+    """The records of one grad_stats run on ``lib``'s tensors (see the module docstring)."""
+    params, grad_output = values()
+    named = []
+    for name, weight, grad in params:
+        p = lib.nn.Parameter(lib.tensor(weight))
+        p.grad = None if grad is None else lib.tensor(grad)
+        named.append((name, p))
+    parameters = tuple(named)
+    plugin = GradStats(GradStats.Config(summary=False, histogram_bins=6, grad_output=True))
+    optimizer = {"phase": "optimizer_step_pre", "optimizer_type": "SGD", "parameters": parameters}
+    with capture_events(("grad_stats", plugin)):
+        backward = {
+            "module_name": "2",
+            "module_type": "Linear",
+            "call_index": 0,
+            "step": 0,
+            "phase": "backward",
+            "grad_input": (None,),
+            "grad_output": (lib.tensor(grad_output), None),
+        }
+        plugin.hookgrad_full_backward(FullBackwardEvent.trusted(backward))
+        plugin.hookgrad_optimizer_step_pre(OptimizerStepPreEvent.trusted({"step": 0, **optimizer}))
+        with lib.no_grad():
+            named[0][1].grad.mul_(0.5)  # a clip in place: the post-clip record is recomputed
+            for _, p in named:
+                if p.grad is not None:
+                    p.sub_(0.1 * p.grad)  # NaN and -Inf reach 2.weight
+        post = {**optimizer, "phase": "optimizer_step_post", "vetoed_by": None}
+        plugin.hookgrad_optimizer_step_post(
+            OptimizerStepPostEvent.trusted({"step": 0, **post, "skipped": False})
+        )
+        plugin.hookgrad_optimizer_step_post(  # step 1, vetoed before the statistics
+            OptimizerStepPostEvent.trusted({"step": 1, **post, "skipped": True})
+        )
+    return list(plugin.records)
+
+
+def assert_same(mine: Any, reference: Any, where: str) -> None:
+    """Equal structure and exact non-floats; floats to float32 tolerance."""
+    if isinstance(reference, Mapping):
+        assert isinstance(mine, Mapping) and list(mine) == list(reference), where
+        for key, value in reference.items():
+            assert_same(mine[key], value, f"{where}.{key}")
+    elif isinstance(reference, list) and not all(isinstance(v, float) for v in reference):
+        assert isinstance(mine, list) and len(mine) == len(reference), where
+        for i, (a, b) in enumerate(zip(mine, reference, strict=True)):
+            assert_same(a, b, f"{where}[{i}]")
+    elif isinstance(reference, float) and not where.endswith("edges"):
+        assert mine == pytest.approx(reference, rel=2e-6, abs=1e-12), where
+    else:
+        assert mine == reference and type(mine) is type(reference), where
+
+
+def test_torch_events_give_the_records_of_hookgrad_events() -> None:
+    """Pre-clip, post-clip (one gradient clipped in place), update ratios, histograms, a vetoed
+    step and a grad_output record: the same records from torch tensors as from hookgrad's."""
+    want = records_on(hookgrad)
+    got = records_on(torch)
+    kinds = [(r["kind"], r["step"], r["module_name"], r["data"].get("stage")) for r in want]
+    assert ("grad_output", 0, "2", None) in kinds and (
+        "module_grad",
+        1,
+        "5",
+        "post_clip",
+    ) not in kinds
+    assert len(kinds) == 1 + 2 * (6 + 3) + (6 + 3)
+    assert_same(got, want, "records")
+    weight_pre = want[1]["data"]
+    assert weight_pre["param"] == "0.weight" and weight_pre["stage"] == "pre_clip"
+    clipped = next(r for r in want if r["data"].get("stage") == "post_clip")
+    assert clipped["data"]["norm"] == pytest.approx(weight_pre["norm"] / 2)
+    post = [r["data"] for r in want if r["kind"] == "param_grad" and r["step"] == 0][6:]
+    ratios = {data["param"]: data["update_ratio"] for data in post}
+    assert [name for name, ratio in ratios.items() if ratio is None] == ["2.weight", "4.bias"]
