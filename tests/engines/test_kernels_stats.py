@@ -133,6 +133,29 @@ def test_non_contiguous_tensors_agree() -> None:
     assert_summaries_agree(TORCH.grad_summaries(theirs), NUMPY.grad_summaries(ours))
 
 
+def test_batches_cut_by_size_and_dtype_give_the_numbers_of_single_tensors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tensors of mixed dtypes (int64 past 2**24, float16, float64) reduced in batches cut
+    every 10 entries: the summaries each tensor gets alone, exactly."""
+    from hookgrad.engines.torch import _kernels
+
+    tensors = [
+        torch.tensor([2**40 + 1, -3, 0]),
+        torch.randn(4, 3),
+        torch.tensor([300.0, 0.5], dtype=torch.float16),
+        torch.tensor([1e200, -1.0], dtype=torch.float64),
+        torch.randn(7),
+        torch.zeros(0),
+        torch.randn(2, 2),
+    ]
+    alone = [TORCH.summaries([t])[0] for t in tensors]
+    monkeypatch.setattr(_kernels, "_BATCH_ENTRIES", 10)
+    assert _kernels._batches(tensors) == [[0], [1], [2], [3], [4, 5], [6]]
+    assert TORCH.summaries(tensors) == alone
+    assert alone[0]["max"] == 2**40 + 1
+
+
 @pytest.fixture
 def host_transfers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every ``tolist``/``item`` of a torch tensor: the kernels' host syncs."""

@@ -3,8 +3,10 @@
 A summary is what :func:`hookgrad.hookspecs.array_stats` gives for a numpy array (shape,
 dtype, L2 norm, mean, population std, min and max of the finite entries, NaN/Inf counts, share
 of exact zeros), computed here with torch reductions in float64 on the tensor's own device.
-The per-tensor results are stacked into one tensor and moved to the host in one ``tolist()``,
-so summarising many gradients on a GPU costs one synchronisation, not one per tensor. Values
+The tensors of a device and dtype are reduced together, their entries laid end to end in one
+float64 vector (one segmented reduction per statistic, not one per tensor), and every result
+moves to the host in one ``tolist()`` per device, so summarising many gradients on a GPU
+costs one synchronisation, not one per tensor. Values
 equal numpy's to float32 tolerance (both accumulate in float64; the order of additions
 differs). A float64 tensor is reduced over a power of two near its largest finite magnitude,
 as numpy's summary rescales, so squares of entries past 1e154 or under 1e-154 neither overflow
@@ -24,58 +26,112 @@ from ...hookspecs._stats import GradSummary, TensorSummary, grad_summary
 
 __all__ = ["diff_norms", "grad_summaries", "histograms", "snapshot", "summaries"]
 
-# n, finite, nan, zeros, then over ``scale``: sum, L2 norm, sum of squared deviations; min,
-# max; scale (1 but for float64 tensors)
-_FIELDS = 10
+_BATCH_ENTRIES = 1 << 22
+"""Most entries reduced together: the batch's float64 copy (32 MiB) and masks stay small next
+to the tensors; a larger tensor is reduced on its own."""
 
 
 def summaries(tensors: Sequence[torch.Tensor]) -> list[TensorSummary]:
     """The summary of each tensor, in order (see the module docstring)."""
-    if not tensors:
-        return []
-    host = _to_host([_reductions(t) for t in tensors])
-    return [_summary(t, values) for t, values in zip(tensors, host)]
+    host = _reduced(tensors)
+    return [_summary(t, values) for t, values in zip(tensors, host, strict=True)]
 
 
-def _reductions(tensor: torch.Tensor) -> torch.Tensor:
-    """The nine float64 reductions of one tensor, on its device."""
-    x = tensor.detach().reshape(-1)
-    x = x.to(torch.float64)
-    n = x.numel()
-    if n == 0:
-        return torch.zeros(_FIELDS, dtype=torch.float64, device=x.device)
+def _reduced(tensors: Sequence[torch.Tensor]) -> list[list[float]]:
+    """Each tensor's row of :func:`_reductions`, on the host, with one transfer per device."""
+    batches = _batches(tensors)
+    blocks = _to_host([_reductions([tensors[i] for i in batch]) for batch in batches])
+    rows: list[Any] = [None] * len(tensors)
+    for batch, block in zip(batches, blocks, strict=True):
+        for i, row in zip(batch, block, strict=True):
+            rows[i] = row
+    return rows
+
+
+def _batches(tensors: Sequence[torch.Tensor]) -> list[list[int]]:
+    """The indices of the tensors reduced together: of one device and dtype (so laying them
+    end to end casts nothing), at most _BATCH_ENTRIES entries unless one tensor has more."""
+    batches: list[list[int]] = []
+    filling: dict[tuple[torch.device, torch.dtype], tuple[list[int], int]] = {}
+    for i, tensor in enumerate(tensors):
+        key = (tensor.device, tensor.dtype)
+        batch, entries = filling.get(key, ([], 0))
+        if not batch or entries + tensor.numel() > _BATCH_ENTRIES:
+            batch, entries = [], 0
+            batches.append(batch)
+        batch.append(i)
+        filling[key] = (batch, entries + tensor.numel())
+    return batches
+
+
+def _reductions(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The float64 reductions of tensors of one device, one row each, on that device.
+
+    A row is: finite, NaN and zero counts, then over ``scale``: the sum, the L2 norm and the
+    sum of squared deviations of the finite entries; min and max of the finite entries; and
+    ``scale``, a power of two at or below the largest finite magnitude of a float64 tensor
+    (1 for the others, whose squares cannot overflow or fade in float64). The tensors share
+    one dtype (see :func:`_batches`); their entries are laid end to end, so each statistic is
+    one segmented reduction of the batch.
+    """
+    x = torch.cat([t.detach().reshape(-1) for t in tensors]).to(torch.float64)
+    count = len(tensors)
+    segment = _segments([t.numel() for t in tensors], x.device)
+
+    def per_tensor(values: torch.Tensor) -> torch.Tensor:
+        return x.new_zeros(count).index_add_(0, segment, values)
+
     finite = torch.isfinite(x)
-    kept = finite.sum()
-    low = torch.where(finite, x, torch.inf).amin()
-    high = torch.where(finite, x, -torch.inf).amax()
-    scale = x.new_ones(())
-    if tensor.dtype == torch.float64:  # float32 and narrower: float64 squares cannot overflow
+    kept = per_tensor(finite.to(torch.float64))
+    low = x.new_full((count,), torch.inf).scatter_reduce_(
+        0, segment, torch.where(finite, x, torch.inf), "amin"
+    )
+    high = x.new_full((count,), -torch.inf).scatter_reduce_(
+        0, segment, torch.where(finite, x, -torch.inf), "amax"
+    )
+    scale = x.new_ones(count)
+    if tensors[0].dtype == torch.float64:
         largest = torch.maximum(low.abs(), high.abs())
         usable = torch.isfinite(largest) & (largest > 0)
         scale = torch.where(usable, torch.ldexp(scale, torch.frexp(largest).exponent - 1), 1.0)
-        x = x / scale  # a power of two: exact
+        x = x / scale[segment]  # a power of two: exact
     values = torch.where(finite, x, 0.0)
-    total = values.sum()
+    total = per_tensor(values)
     mean = total / kept.clamp(min=1)
-    deviations = torch.where(finite, x - mean, 0.0)
+    deviations = torch.where(finite, x - mean[segment], 0.0)
     return torch.stack(
         [
-            x.new_full((), float(n)),
-            kept.to(torch.float64),
-            torch.isnan(x).sum().to(torch.float64),
-            (x == 0).sum().to(torch.float64),
+            kept,
+            per_tensor(torch.isnan(x).to(torch.float64)),
+            per_tensor((x == 0).to(torch.float64)),
             total,
-            torch.linalg.vector_norm(values),
+            per_tensor(values * values).sqrt(),
             low,
             high,
-            (deviations * deviations).sum(),
+            per_tensor(deviations * deviations),
             scale,
-        ]
+        ],
+        dim=1,
     )
 
 
+def _segments(sizes: list[int], device: torch.device) -> torch.Tensor:
+    """The index of the tensor each entry of the batch belongs to (``sizes`` entries each).
+
+    The sizes reach a GPU without a sync (pinned memory, an asynchronous copy), and
+    ``output_size`` spares ``repeat_interleave`` its own sync to size the result.
+    """
+    counts = torch.tensor(sizes, dtype=torch.int64)
+    if device.type == "cuda":
+        counts = counts.pin_memory().to(device, non_blocking=True)
+    counts = counts.to(device)  # other devices: a plain copy; the CPU: nothing to do
+    indices = torch.arange(len(sizes), device=device)
+    return torch.repeat_interleave(indices, counts, output_size=sum(sizes))
+
+
 def _summary(tensor: torch.Tensor, values: list[float]) -> TensorSummary:
-    n, kept, nan, zeros, total, norm, low, high, deviations, scale = values
+    n = tensor.numel()
+    kept, nan, zeros, total, norm, low, high, deviations, scale = values
     summary = TensorSummary(
         shape=list(tensor.shape),
         dtype=str(tensor.dtype).removeprefix("torch."),
@@ -101,28 +157,40 @@ def _summary(tensor: torch.Tensor, values: list[float]) -> TensorSummary:
     return summary
 
 
-def _to_host(rows: Sequence[torch.Tensor]) -> list[Any]:
-    """``[row.tolist() for row in rows]``, with one transfer (one sync) per device: the rows of
-    each device are stacked there first."""
+def _to_host(tensors: Sequence[torch.Tensor]) -> list[Any]:
+    """``[t.tolist() for t in tensors]`` with one transfer (one sync) per device: the tensors
+    of a device (of one dtype) are flattened and laid end to end there first."""
     by_device: dict[torch.device, list[int]] = {}
-    for i, row in enumerate(rows):
-        by_device.setdefault(row.device, []).append(i)
-    host: list[Any] = [None] * len(rows)
+    for i, tensor in enumerate(tensors):
+        by_device.setdefault(tensor.device, []).append(i)
+    host: list[Any] = [None] * len(tensors)
     for indices in by_device.values():
-        stacked = torch.stack([rows[i] for i in indices]).tolist()
-        for i, values in zip(indices, stacked, strict=True):
-            host[i] = values
+        flat = torch.cat([tensors[i].reshape(-1) for i in indices]).tolist()
+        start = 0
+        for i in indices:
+            shape = tensors[i].shape
+            part, start = flat[start : start + shape.numel()], start + shape.numel()
+            host[i] = _unflattened(part, shape)
     return host
+
+
+def _unflattened(values: list[Any], shape: torch.Size) -> Any:
+    """``values`` (a flat list) nested as a tensor of ``shape`` (0 to 2 dimensions)."""
+    if not shape:
+        return values[0]
+    if len(shape) == 1:
+        return values
+    width = shape[1]
+    return [values[row * width : (row + 1) * width] for row in range(shape[0])]
 
 
 # ---------------------------------------------------------------------- grad_stats kernels
 def grad_summaries(tensors: Sequence[torch.Tensor | None]) -> list[GradSummary | None]:
     """The GradSummary of each tensor (None for None), from the summary's reductions."""
     present = [t for t in tensors if t is not None]
-    host = iter(_to_host([_reductions(t) for t in present]))
+    host = iter(_reduced(present))
     return [
-        None if t is None else grad_summary(_summary(t, values := next(host)), int(values[0]))
-        for t in tensors
+        None if t is None else grad_summary(_summary(t, next(host)), t.numel()) for t in tensors
     ]
 
 
