@@ -9,7 +9,7 @@ Counts, extremes and histogram bins agree exactly; sums to float32 tolerance.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -156,33 +156,18 @@ def test_batches_cut_by_size_and_dtype_give_the_numbers_of_single_tensors(
     assert alone[0]["max"] == 2**40 + 1
 
 
-@pytest.fixture
-def host_transfers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every ``tolist``/``item`` of a torch tensor: the kernels' host syncs."""
-    calls: list[str] = []
-    for name in ("tolist", "item"):
-        real = getattr(torch.Tensor, name)
-
-        def counted(self: Any, *args: Any, _real: Any = real, _name: str = name) -> Any:
-            calls.append(_name)
-            return _real(self, *args)
-
-        monkeypatch.setattr(torch.Tensor, name, counted)
-    yield calls
-
-
-def test_each_kernel_moves_its_batch_to_the_host_once(host_transfers: list[str]) -> None:
+def test_each_kernel_moves_its_batch_to_the_host_once(torch_host_syncs: list[str]) -> None:
     """Ten tensors: grad_summaries, histograms and diff_norms each sync once, snapshot never."""
     tensors = [torch.randn(3, i + 1) for i in range(10)]
     summaries = TORCH.grad_summaries(tensors)
-    assert host_transfers == ["tolist"]
+    assert torch_host_syncs == ["tolist"]
     ranges = [(s["min"], s["max"]) for s in summaries]  # type: ignore[index]
     TORCH.histograms(tensors, 8, ranges)
-    assert host_transfers == ["tolist"] * 2
+    assert torch_host_syncs == ["tolist"] * 2
     kept = TORCH.snapshot(tensors)
-    assert host_transfers == ["tolist"] * 2
+    assert torch_host_syncs == ["tolist"] * 2
     TORCH.diff_norms([t + 1 for t in tensors], kept)
-    assert host_transfers == ["tolist"] * 3
+    assert torch_host_syncs == ["tolist"] * 3
 
 
 # ---------------------------------------------------------------------- histograms

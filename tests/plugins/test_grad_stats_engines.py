@@ -9,7 +9,7 @@ histograms exactly, the other numbers to float32 tolerance.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -45,8 +45,11 @@ def values() -> tuple[list[tuple[str, np.ndarray, np.ndarray | None]], np.ndarra
     return params, draw(5, 2)
 
 
-def records_on(lib: ModuleType) -> list[dict[str, Any]]:
-    """The records of one grad_stats run on ``lib``'s tensors (see the module docstring)."""
+def records_on(
+    lib: ModuleType, after_each: Callable[[str], None] = lambda hook: None
+) -> list[dict[str, Any]]:
+    """The records of one grad_stats run on ``lib``'s tensors (see the module docstring);
+    ``after_each(hook name)`` runs after each hook call."""
     params, grad_output = values()
     named = []
     for name, weight, grad in params:
@@ -67,7 +70,9 @@ def records_on(lib: ModuleType) -> list[dict[str, Any]]:
             "grad_output": (lib.tensor(grad_output), None),
         }
         plugin.hookgrad_full_backward(FullBackwardEvent.trusted(backward))
+        after_each("full_backward")
         plugin.hookgrad_optimizer_step_pre(OptimizerStepPreEvent.trusted({"step": 0, **optimizer}))
+        after_each("step_pre")
         with lib.no_grad():
             named[0][1].grad.mul_(0.5)  # a clip in place: the post-clip record is recomputed
             for _, p in named:
@@ -77,14 +82,20 @@ def records_on(lib: ModuleType) -> list[dict[str, Any]]:
         plugin.hookgrad_optimizer_step_post(
             OptimizerStepPostEvent.trusted({"step": 0, **post, "skipped": False})
         )
+        after_each("step_post")
         plugin.hookgrad_optimizer_step_post(  # step 1, vetoed before the statistics
             OptimizerStepPostEvent.trusted({"step": 1, **post, "skipped": True})
         )
+        after_each("vetoed step_post")
     return list(plugin.records)
 
 
+EXACT = ("min", "max", "max_abs", "zero_fraction", "counts", "edges")
+
+
 def assert_same(mine: Any, reference: Any, where: str) -> None:
-    """Equal structure and exact non-floats; floats to float32 tolerance."""
+    """Equal structure; the EXACT keys and non-floats exactly, other floats to float32
+    tolerance."""
     if isinstance(reference, Mapping):
         assert isinstance(mine, Mapping) and list(mine) == list(reference), where
         for key, value in reference.items():
@@ -93,7 +104,7 @@ def assert_same(mine: Any, reference: Any, where: str) -> None:
         assert isinstance(mine, list) and len(mine) == len(reference), where
         for i, (a, b) in enumerate(zip(mine, reference, strict=True)):
             assert_same(a, b, f"{where}[{i}]")
-    elif isinstance(reference, float) and not where.endswith("edges"):
+    elif isinstance(reference, float) and not where.endswith(EXACT):
         assert mine == pytest.approx(reference, rel=2e-6, abs=1e-12), where
     else:
         assert mine == reference and type(mine) is type(reference), where
@@ -120,3 +131,16 @@ def test_torch_events_give_the_records_of_hookgrad_events() -> None:
     post = [r["data"] for r in want if r["kind"] == "param_grad" and r["step"] == 0][6:]
     ratios = {data["param"]: data["update_ratio"] for data in post}
     assert [name for name, ratio in ratios.items() if ratio is None] == ["2.weight", "4.bias"]
+
+
+def test_a_sampled_step_costs_the_documented_host_syncs(torch_host_syncs: list[str]) -> None:
+    """On torch, one sync per kind of number: grad_output 1; pre_clip 2 (summaries, histograms);
+    post_clip 3 (the clipped gradient's summary, histograms, update norms); a vetoed step's
+    post_clip 2 (no update ratio)."""
+    syncs: dict[str, int] = {}
+
+    def count(hook: str) -> None:
+        syncs[hook] = len(torch_host_syncs) - sum(syncs.values())
+
+    records_on(torch, count)
+    assert syncs == {"full_backward": 1, "step_pre": 2, "step_post": 3, "vetoed step_post": 2}
