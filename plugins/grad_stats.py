@@ -212,7 +212,7 @@ class GradStats:
                 moved.setdefault(module, []).append(move)
             if not per_parameter:
                 continue
-            data: _Data = {"param": name, "stage": stage_name, **extra, **summary}
+            data: dict[str, Any] = {"param": name, "stage": stage_name, **extra, **summary}
             if moves is not None:
                 data["update_ratio"] = None if move is None else _ratio(*move)
             if histograms is not None:

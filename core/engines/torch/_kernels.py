@@ -118,15 +118,20 @@ def _reductions(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
 def _segments(sizes: list[int], device: torch.device) -> torch.Tensor:
     """The index of the tensor each entry of the batch belongs to (``sizes`` entries each).
 
-    The sizes reach a GPU without a sync (pinned memory, an asynchronous copy), and
-    ``output_size`` spares ``repeat_interleave`` its own sync to size the result.
+    The sizes reach a GPU without a sync (:func:`_to_device`), and ``output_size`` spares
+    ``repeat_interleave`` its own sync to size the result.
     """
-    counts = torch.tensor(sizes, dtype=torch.int64)
-    if device.type == "cuda":
-        counts = counts.pin_memory().to(device, non_blocking=True)
-    counts = counts.to(device)  # other devices: a plain copy; the CPU: nothing to do
+    counts = _to_device(torch.tensor(sizes, dtype=torch.int64), device)
     indices = torch.arange(len(sizes), device=device)
     return torch.repeat_interleave(indices, counts, output_size=sum(sizes))
+
+
+def _to_device(host: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``host`` (a CPU tensor) on ``device``; to a GPU through pinned memory, asynchronously,
+    so the copy waits for no queued work (a plain copy to other devices)."""
+    if device.type == "cuda":
+        return host.pin_memory().to(device, non_blocking=True)
+    return host.to(device)
 
 
 def _summary(tensor: torch.Tensor, values: list[float]) -> TensorSummary:
@@ -204,24 +209,23 @@ def histograms(
     includes its right edge), as numpy's does: the counts equal numpy's exactly. The edges go
     to each device in one transfer, the counts come back in one.
     """
-    edges = [
-        None if t is None or span is None else _bin_edges(t.dtype, bins, span)
-        for t, span in zip(tensors, ranges, strict=True)
-    ]
-    todo = [i for i, e in enumerate(edges) if e is not None]
-    on_device: dict[torch.device, torch.Tensor] = {}
-    table = np.stack([edges[i] for i in todo]).astype(np.float64) if todo else None
-    counts = []
-    for row, i in enumerate(todo):
-        tensor = tensors[i]
-        assert tensor is not None and table is not None
-        device = tensor.device
-        if device not in on_device:
-            on_device[device] = torch.from_numpy(table).to(device)
-        counts.append(_bin_counts(tensor, on_device[device][row]))
+    found: list[tuple[int, torch.Tensor, np.ndarray]] = []  # (index, tensor, edges)
+    for i, (tensor, span) in enumerate(zip(tensors, ranges, strict=True)):
+        edges = None if tensor is None or span is None else _bin_edges(tensor.dtype, bins, span)
+        if tensor is not None and edges is not None:
+            found.append((i, tensor, edges))
     out: list[dict[str, list[Any]] | None] = [None] * len(tensors)
-    for i, numbers in zip(todo, _to_host(counts), strict=True):
-        out[i] = {"counts": numbers, "edges": edges[i].tolist()}  # type: ignore[union-attr]
+    if not found:
+        return out
+    table = torch.from_numpy(np.stack([edges for _, _, edges in found]).astype(np.float64))
+    on_device: dict[torch.device, torch.Tensor] = {}
+    counts = []
+    for row, (_, tensor, _) in enumerate(found):
+        if tensor.device not in on_device:
+            on_device[tensor.device] = _to_device(table, tensor.device)
+        counts.append(_bin_counts(tensor, on_device[tensor.device][row]))
+    for (i, _, edges), numbers in zip(found, _to_host(counts), strict=True):
+        out[i] = {"counts": numbers, "edges": edges.tolist()}
     return out
 
 
