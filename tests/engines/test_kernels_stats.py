@@ -120,7 +120,7 @@ def test_edge_cases_agree_and_none_stays_none(device: str) -> None:
 
 
 def test_non_contiguous_tensors_agree() -> None:
-    """A transposed and a strided view summarise as their values do."""
+    """Transposed and strided views: summaries, histograms and update norms as of their values."""
     values = np.arange(24, dtype=np.float32).reshape(4, 6) - 7.5
     views = [values.T, values[:, ::2], values[::3]]
     ours, _ = both(views)
@@ -130,7 +130,14 @@ def test_non_contiguous_tensors_agree() -> None:
         torch.from_numpy(values)[::3],
     ]
     assert not theirs[0].is_contiguous() and not theirs[1].is_contiguous()
-    assert_summaries_agree(TORCH.grad_summaries(theirs), NUMPY.grad_summaries(ours))
+    summaries = NUMPY.grad_summaries(ours)
+    assert_summaries_agree(TORCH.grad_summaries(theirs), summaries)
+    ranges = [(s["min"], s["max"]) for s in summaries]  # type: ignore[index]
+    assert TORCH.histograms(theirs, 3, ranges) == NUMPY.histograms(ours, 3, ranges)
+    shifted = [v + np.float32(0.25) for v in views]
+    want = NUMPY.diff_norms(both(shifted)[0], views)
+    got = TORCH.diff_norms(both(shifted)[1], theirs)
+    assert got == [pytest.approx(pair, rel=2e-6) for pair in want]  # type: ignore[arg-type]
 
 
 def test_batches_cut_by_size_and_dtype_give_the_numbers_of_single_tensors(
