@@ -74,7 +74,8 @@ def records_on(
         plugin.hookgrad_optimizer_step_pre(OptimizerStepPreEvent.trusted({"step": 0, **optimizer}))
         after_each("step_pre")
         with lib.no_grad():
-            named[0][1].grad.mul_(0.5)  # a clip in place: the post-clip record is recomputed
+            named[0][1].grad.mul_(0.5)  # clips in place: their post-clip records are recomputed
+            lib.nn.utils.clip_grad_norm_([named[3][1]], max_norm=0.1)  # torch: a foreach op
             for _, p in named:
                 if p.grad is not None:
                     p.sub_(0.1 * p.grad)  # NaN and -Inf reach 2.weight
@@ -111,7 +112,7 @@ def assert_same(mine: Any, reference: Any, where: str) -> None:
 
 
 def test_torch_events_give_the_records_of_hookgrad_events() -> None:
-    """Pre-clip, post-clip (one gradient clipped in place), update ratios, histograms, a vetoed
+    """Pre-clip, post-clip (two gradients clipped in place), update ratios, histograms, a vetoed
     step and a grad_output record: the same records from torch tensors as from hookgrad's."""
     want = records_on(hookgrad)
     got = records_on(torch)
@@ -126,8 +127,9 @@ def test_torch_events_give_the_records_of_hookgrad_events() -> None:
     assert_same(got, want, "records")
     weight_pre = want[1]["data"]
     assert weight_pre["param"] == "0.weight" and weight_pre["stage"] == "pre_clip"
-    clipped = next(r for r in want if r["data"].get("stage") == "post_clip")
-    assert clipped["data"]["norm"] == pytest.approx(weight_pre["norm"] / 2)
+    clipped = {r["data"]["param"]: r["data"] for r in want[10:16]}
+    assert clipped["0.weight"]["norm"] == pytest.approx(weight_pre["norm"] / 2)
+    assert clipped["2.bias"]["norm"] == pytest.approx(0.1, rel=1e-5)
     post = [r["data"] for r in want if r["kind"] == "param_grad" and r["step"] == 0][6:]
     ratios = {data["param"]: data["update_ratio"] for data in post}
     assert [name for name, ratio in ratios.items() if ratio is None] == ["2.weight", "4.bias"]
