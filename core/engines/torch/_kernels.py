@@ -74,7 +74,8 @@ def _reductions(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     one dtype (see :func:`_batches`); their entries are laid end to end, so each statistic is
     one segmented reduction of the batch.
     """
-    x = torch.cat([t.detach().reshape(-1) for t in tensors]).to(torch.float64)
+    flat = [t.detach().reshape(-1) for t in tensors]
+    x = (torch.cat(flat) if len(flat) > 1 else flat[0]).to(torch.float64)  # never written to
     count = len(tensors)
     segment = _segments([t.numel() for t in tensors], x.device)
 
