@@ -143,8 +143,8 @@ def test_non_contiguous_tensors_agree() -> None:
 def test_batches_cut_by_size_and_dtype_give_the_numbers_of_single_tensors(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Tensors of mixed dtypes (int64 past 2**24, float16, float64) reduced in batches cut
-    every 10 entries: the summaries each tensor gets alone, exactly."""
+    """Tensors of mixed dtypes (int64 past 2**24, float16, float64) and sizes, reduced in
+    batches of one dtype and size cut every 10 entries: the summaries each gets alone, exactly."""
     from hookgrad.engines.torch import _kernels
 
     tensors = [
@@ -155,10 +155,12 @@ def test_batches_cut_by_size_and_dtype_give_the_numbers_of_single_tensors(
         torch.randn(7),
         torch.zeros(0),
         torch.randn(2, 2),
+        torch.tensor([0.0, math.nan, 1.0, -2.0]),
+        torch.randn(4),
     ]
     alone = [TORCH.summaries([t])[0] for t in tensors]
     monkeypatch.setattr(_kernels, "_BATCH_ENTRIES", 10)
-    assert _kernels._batches(tensors) == [[0], [1], [2], [3], [4, 5], [6]]
+    assert _kernels._batches(tensors) == [[0], [1], [2], [3], [4], [5], [6, 7], [8]]
     assert TORCH.summaries(tensors) == alone
     assert alone[0]["max"] == 2**40 + 1
 

@@ -3,9 +3,9 @@
 A summary is what :func:`hookgrad.hookspecs.array_stats` gives for a numpy array (shape,
 dtype, L2 norm, mean, population std, min and max of the finite entries, NaN/Inf counts, share
 of exact zeros), computed here with torch reductions in float64 on the tensor's own device.
-The tensors of a device and dtype are reduced together, their entries laid end to end in one
-float64 vector (one segmented reduction per statistic, not one per tensor), and every result
-moves to the host in one ``tolist()`` per device, so summarising many gradients on a GPU
+The tensors of a device, dtype and size are reduced together, stacked as the rows of one
+float64 matrix (one reduction per statistic, not one per tensor), and every result moves to
+the host in one ``tolist()`` per device, so summarising many gradients on a GPU
 costs one synchronisation, not one per tensor. Values
 equal numpy's to float32 tolerance (both accumulate in float64; the order of additions
 differs). A float64 tensor is reduced over a power of two near its largest finite magnitude,
@@ -49,12 +49,13 @@ def _reduced(tensors: Sequence[torch.Tensor]) -> list[list[float]]:
 
 
 def _batches(tensors: Sequence[torch.Tensor]) -> list[list[int]]:
-    """The indices of the tensors reduced together: of one device and dtype (so laying them
-    end to end casts nothing), at most _BATCH_ENTRIES entries unless one tensor has more."""
+    """The indices of the tensors reduced together: of one device, dtype and size (so they
+    stack as the rows of a matrix, casting nothing), at most _BATCH_ENTRIES entries unless
+    one tensor has more. A model has few distinct parameter sizes: few batches."""
     batches: list[list[int]] = []
-    filling: dict[tuple[torch.device, torch.dtype], tuple[list[int], int]] = {}
+    filling: dict[tuple[torch.device, torch.dtype, int], tuple[list[int], int]] = {}
     for i, tensor in enumerate(tensors):
-        key = (tensor.device, tensor.dtype)
+        key = (tensor.device, tensor.dtype, tensor.numel())
         batch, entries = filling.get(key, ([], 0))
         if not batch or entries + tensor.numel() > _BATCH_ENTRIES:
             batch, entries = [], 0
@@ -65,66 +66,47 @@ def _batches(tensors: Sequence[torch.Tensor]) -> list[list[int]]:
 
 
 def _reductions(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The float64 reductions of tensors of one device, one row each, on that device.
+    """The float64 reductions of tensors of one device, dtype and size, one row each, there.
 
     A row is: finite, NaN and zero counts, then over ``scale``: the sum, the L2 norm and the
     sum of squared deviations of the finite entries; min and max of the finite entries; and
     ``scale``, a power of two at or below the largest finite magnitude of a float64 tensor
-    (1 for the others, whose squares cannot overflow or fade in float64). The tensors share
-    one dtype (see :func:`_batches`); their entries are laid end to end, so each statistic is
-    one segmented reduction of the batch.
+    (1 for the others, whose squares cannot overflow or fade in float64). The tensors are
+    stacked as the rows of one matrix (see :func:`_batches`), so each statistic is one
+    reduction along its rows for the whole batch.
     """
-    flat = [t.detach().reshape(-1) for t in tensors]
-    x = (torch.cat(flat) if len(flat) > 1 else flat[0]).to(torch.float64)  # never written to
-    count = len(tensors)
-    segment = _segments([t.numel() for t in tensors], x.device)
-
-    def per_tensor(values: torch.Tensor) -> torch.Tensor:
-        return x.new_zeros(count).index_add_(0, segment, values)
-
+    rows = [t.detach().reshape(-1) for t in tensors]
+    x = (torch.stack(rows) if len(rows) > 1 else rows[0][None]).to(torch.float64)
+    if x.shape[1] == 0:  # empty tensors: nothing counted, no moments
+        return x.new_zeros(len(tensors), 9)
     finite = torch.isfinite(x)
-    kept = per_tensor(finite.to(torch.float64))
-    low = x.new_full((count,), torch.inf).scatter_reduce_(
-        0, segment, torch.where(finite, x, torch.inf), "amin"
-    )
-    high = x.new_full((count,), -torch.inf).scatter_reduce_(
-        0, segment, torch.where(finite, x, -torch.inf), "amax"
-    )
-    scale = x.new_ones(count)
+    kept = finite.sum(dim=1, dtype=torch.float64)
+    low = torch.where(finite, x, torch.inf).amin(dim=1)
+    high = torch.where(finite, x, -torch.inf).amax(dim=1)
+    scale = x.new_ones(len(tensors))
     if tensors[0].dtype == torch.float64:
         largest = torch.maximum(low.abs(), high.abs())
         usable = torch.isfinite(largest) & (largest > 0)
         scale = torch.where(usable, torch.ldexp(scale, torch.frexp(largest).exponent - 1), 1.0)
-        x = x / scale[segment]  # a power of two: exact
+        x = x / scale[:, None]  # a power of two: exact
     values = torch.where(finite, x, 0.0)
-    total = per_tensor(values)
+    total = values.sum(dim=1)
     mean = total / kept.clamp(min=1)
-    deviations = torch.where(finite, x - mean[segment], 0.0)
+    deviations = torch.where(finite, x - mean[:, None], 0.0)
     return torch.stack(
         [
             kept,
-            per_tensor(torch.isnan(x).to(torch.float64)),
-            per_tensor((x == 0).to(torch.float64)),
+            torch.isnan(x).sum(dim=1, dtype=torch.float64),
+            (x == 0).sum(dim=1, dtype=torch.float64),
             total,
-            per_tensor(values * values).sqrt(),
+            torch.linalg.vector_norm(values, dim=1),
             low,
             high,
-            per_tensor(deviations * deviations),
+            (deviations * deviations).sum(dim=1),
             scale,
         ],
         dim=1,
     )
-
-
-def _segments(sizes: list[int], device: torch.device) -> torch.Tensor:
-    """The index of the tensor each entry of the batch belongs to (``sizes`` entries each).
-
-    The sizes reach a GPU without a sync (:func:`_to_device`), and ``output_size`` spares
-    ``repeat_interleave`` its own sync to size the result.
-    """
-    counts = _to_device(torch.tensor(sizes, dtype=torch.int64), device)
-    indices = torch.arange(len(sizes), device=device)
-    return torch.repeat_interleave(indices, counts, output_size=sum(sizes))
 
 
 def _to_device(host: torch.Tensor, device: torch.device) -> torch.Tensor:
