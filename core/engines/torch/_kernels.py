@@ -189,8 +189,9 @@ def histograms(
 
     The edges are numpy's own (computed on the host from the range, as numpy's histogram
     computes them), so a bin holds the entries ``edges[i] <= x < edges[i + 1]`` (the last bin
-    includes its right edge), as numpy's does: the counts equal numpy's exactly. The edges go
-    to each device in one transfer, the counts come back in one.
+    includes its right edge), as numpy's does: the counts equal numpy's exactly. Tensors of a
+    device, dtype and size are counted together (see :func:`_batches`); the edges go to each
+    device in one transfer, the counts come back in one.
     """
     found: list[tuple[int, torch.Tensor, np.ndarray]] = []  # (index, tensor, edges)
     for i, (tensor, span) in enumerate(zip(tensors, ranges, strict=True)):
@@ -200,15 +201,22 @@ def histograms(
     out: list[dict[str, list[Any]] | None] = [None] * len(tensors)
     if not found:
         return out
-    table = torch.from_numpy(np.stack([edges for _, _, edges in found]).astype(np.float64))
+    batches = _batches([tensor for _, tensor, _ in found])
+    order = [j for batch in batches for j in batch]  # each batch's edges: a slice of table
+    table = torch.from_numpy(np.stack([found[j][2] for j in order]).astype(np.float64))
     on_device: dict[torch.device, torch.Tensor] = {}
-    counts = []
-    for row, (_, tensor, _) in enumerate(found):
-        if tensor.device not in on_device:
-            on_device[tensor.device] = _to_device(table, tensor.device)
-        counts.append(_bin_counts(tensor, on_device[tensor.device][row]))
-    for (i, _, edges), numbers in zip(found, _to_host(counts), strict=True):
-        out[i] = {"counts": numbers, "edges": edges.tolist()}
+    blocks, start = [], 0
+    for batch in batches:
+        device = found[batch[0]][1].device
+        if device not in on_device:
+            on_device[device] = _to_device(table, device)
+        edges = on_device[device][start : start + len(batch)]
+        blocks.append(_bin_counts([found[j][1] for j in batch], edges))
+        start += len(batch)
+    for batch, block in zip(batches, _to_host(blocks), strict=True):
+        for j, numbers in zip(batch, block, strict=True):
+            i, _, edges = found[j]
+            out[i] = {"counts": numbers, "edges": edges.tolist()}
     return out
 
 
@@ -234,13 +242,17 @@ def _numpy_dtype(dtype: torch.dtype) -> np.dtype[Any]:
         return np.dtype(np.float32)
 
 
-def _bin_counts(tensor: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
-    """How many entries of ``tensor`` each bin of ``edges`` (float64, on its device) holds."""
-    x = tensor.detach().reshape(-1).to(torch.float64)  # exact for every narrower dtype
-    index = torch.bucketize(x, edges[1:-1], right=True)  # edges[i] <= x < edges[i + 1]
-    inside = (x >= edges[0]) & (x <= edges[-1])  # NaN and ±Inf are not
-    counts = torch.zeros(edges.numel() - 1, dtype=torch.int64, device=x.device)
-    return counts.scatter_add_(0, index, inside.to(torch.int64))
+def _bin_counts(tensors: Sequence[torch.Tensor], edges: torch.Tensor) -> torch.Tensor:
+    """How many entries of each tensor (of one device, dtype and size) each bin holds: one
+    row of counts per tensor, by its row of ``edges`` (float64, on their device)."""
+    rows = [t.detach().reshape(-1) for t in tensors]
+    x = torch.stack(rows).to(torch.float64)  # exact for every narrower dtype
+    inner = edges[:, 1:-1].contiguous()
+    index = torch.searchsorted(inner, x, right=True)  # edges[i] <= x < edges[i + 1]
+    inside = (x >= edges[:, :1]) & (x <= edges[:, -1:])  # NaN and ±Inf are not
+    bins = edges.shape[1] - 1
+    counts = torch.zeros(len(tensors), bins, dtype=torch.int64, device=x.device)
+    return counts.scatter_add_(1, index, inside.to(torch.int64))
 
 
 def snapshot(tensors: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
