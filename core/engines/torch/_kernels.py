@@ -210,8 +210,8 @@ def histograms(
         device = found[batch[0]][1].device
         if device not in on_device:
             on_device[device] = _to_device(table, device)
-        edges = on_device[device][start : start + len(batch)]
-        blocks.append(_bin_counts([found[j][1] for j in batch], edges))
+        batch_edges = on_device[device][start : start + len(batch)]
+        blocks.append(_bin_counts([found[j][1] for j in batch], batch_edges))
         start += len(batch)
     for batch, block in zip(batches, _to_host(blocks), strict=True):
         for j, numbers in zip(batch, block, strict=True):
