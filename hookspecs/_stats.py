@@ -18,7 +18,15 @@ from typing_extensions import TypedDict  # pydantic validates it on Python 3.11 
 from hookgrad._tensor import Tensor
 from hookgrad.engines import engine_of
 
-__all__ = ["TENSOR_SUMMARY_SCHEMA", "TensorSummary", "array_stats", "tensor_stats", "to_json"]
+__all__ = [
+    "TENSOR_SUMMARY_SCHEMA",
+    "GradSummary",
+    "TensorSummary",
+    "array_stats",
+    "grad_summary",
+    "tensor_stats",
+    "to_json",
+]
 
 # ``var`` from the sum of squares cancels when the mean dominates; recompute it from the
 # centred values when mean**2 > var / _CANCELLATION.
@@ -178,6 +186,42 @@ def _moments(x: np.ndarray, ss: float, scale: float, summary: TensorSummary) -> 
 @lru_cache(maxsize=64)
 def _dtype_name(dtype: np.dtype[Any]) -> str:
     return dtype.name  # a Python-level property in numpy: worth caching
+
+
+class GradSummary(TypedDict):
+    """A gradient as grad_stats records it (keys in record order): :class:`TensorSummary`'s
+    moments with ``max_abs`` and ``numel``, and a ``norm`` that is None when it overflows."""
+
+    norm: float | None
+    mean: float | None
+    std: float | None
+    max_abs: float | None
+    min: float | None
+    max: float | None
+    zero_fraction: float | None
+    nonfinite: int
+    numel: int
+
+
+def grad_summary(stats: TensorSummary, numel: int) -> GradSummary:
+    """The :class:`GradSummary` of a tensor of ``numel`` entries whose summary is ``stats``.
+
+    ``norm``, ``mean``, ``std``, ``min``, ``max`` and ``max_abs`` are over the finite entries
+    (None, or a norm of 0.0, when there are none); ``nonfinite`` counts the rest. Each engine
+    computes ``stats`` where its tensors are; this is the one place that turns it into a record.
+    """
+    lo, hi, norm = stats["min"], stats["max"], stats["norm"]
+    return GradSummary(
+        norm=norm if math.isfinite(norm) else None,
+        mean=stats["mean"],
+        std=stats["std"],
+        max_abs=None if lo is None or hi is None else max(abs(lo), abs(hi)),
+        min=lo,
+        max=hi,
+        zero_fraction=stats["zero_fraction"],
+        nonfinite=stats["nonfinite"],
+        numel=numel,
+    )
 
 
 NONFINITE_JSON: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}

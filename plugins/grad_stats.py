@@ -16,16 +16,15 @@ the records, live or read back from JSON lines, into the per-layer table printed
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypeAlias
 
-import numpy as np
 from pydantic import Field, JsonValue, ValidationInfo, field_validator
 
+from hookgrad.engines import engine_of
 from hookgrad.hookspecs import (
     FullBackwardEvent,
     OptimizerStepPostEvent,
@@ -35,10 +34,11 @@ from hookgrad.hookspecs import (
     hookimpl,
     stage,
 )
-from hookgrad.hookspecs._stats import _CANCELLATION, _FADED, NONFINITE_JSON, array_stats
+from hookgrad.hookspecs._stats import NONFINITE_JSON, GradSummary
 
 if TYPE_CHECKING:
     from hookgrad import Runtime
+    from hookgrad.engines import Engine
 
 __all__ = ["GradStats", "per_layer_table"]
 
@@ -46,34 +46,8 @@ NAME: Final = "grad_stats"
 """The entry-point name, stamped on every record as ``plugin``."""
 
 _Data: TypeAlias = dict[str, JsonValue]
-_Grads: TypeAlias = list[tuple[str, np.ndarray]]
-
-# Small arrays are summarised in batches: one float64 copy of them all, then one numpy call
-# per statistic, about 15 µs of fixed cost. Measured break-even points: a batch of 2 arrays
-# for the statistics, of 4 to 8 for the update-ratio norms (a subtraction and two dot
-# products per weight otherwise); past 8192 entries (statistics) or 2048 (norms) one array is
-# cheaper on its own, in its dtype (BLAS dot, SIMD passes), than through the float64 copy.
-_BATCH_LARGEST: Final = 4096
-"""Largest gradient (entries) whose statistics are computed in a batch."""
-
-_BATCH_FEWEST: Final = 3
-"""Fewest gradients worth a batch; the arrays of a smaller one are summarised alone."""
-
-_MOVE_LARGEST: Final = 1024
-"""Largest weight whose update-ratio norms are computed in a batch."""
-
-_MOVE_FEWEST: Final = 8
-"""Fewest weights worth a batch of update-ratio norms."""
-
-_BATCH_ENTRIES: Final = 1 << 16
-"""Most entries in one batch: 1 MiB of float64 rows, which the batch's passes find in cache."""
-
-_FADED_64: Final = _FADED[np.dtype(np.float64)]
-"""Below this a float64 sum of squares may have lost digits to underflow (array_stats redoes it)."""
-
-_REAL: Final = frozenset(np.dtype(code) for code in "?bhilqBHILQefd")
-"""The dtypes a batch takes (native byte order): those float64 holds exactly, as array_stats
-reads them (it casts float16 to float32, bool and integers to float64)."""
+_Grads: TypeAlias = list[tuple[str, Any]]
+"""(parameter name, gradient tensor) pairs, of one engine."""
 
 
 class GradStats:
@@ -121,9 +95,9 @@ class GradStats:
         sinks received)."""
         self._layers: dict[str, _Layer] = {}  # the per-layer table, as running totals
         self._runtime: Runtime | None = None
-        self._before: dict[str, np.ndarray] = {}  # weights at step_pre of a sampled step
+        self._before: dict[str, Any] = {}  # engine.snapshot of the weights at step_pre
         # name -> (gradient tensor, its version, its pre-clip summary) of a sampled step
-        self._pre_clip: dict[str, tuple[Any, int, dict[str, Any]]] = {}
+        self._pre_clip: dict[str, tuple[Any, int, GradSummary]] = {}
         if not config.grad_output:
             # No implementation, no global backward hook: module calls keep their fast path.
             self.hookgrad_full_backward = None  # type: ignore[method-assign,assignment]
@@ -150,19 +124,18 @@ class GradStats:
         if not self._sampled(event.step):
             return
         grads = _grads_of(event.parameters)
-        summaries = self._record_step(event.step, "pre_clip", grads, {}, None)
+        engine = _engine_of(event.parameters)
+        summaries = self._record_step(engine, event.step, "pre_clip", grads, {}, None)
         # A gradient whose version counter has not moved by the post-clip record (nothing
         # clipped it: the common case) keeps its summary; in-place changes bump the counter.
-        tensors = {name: p._grad for name, p in event.parameters if p._grad is not None}
         self._pre_clip = {
-            name: (grad, grad._vbox[0], summary)
-            for (name, _), summary in zip(grads, summaries, strict=True)
-            if (grad := tensors[name]) is not None
+            name: (grad, grad._version, summary)
+            for (name, grad), summary in zip(grads, summaries, strict=True)
         }
-        if self.config.update_ratio:
-            self._before = {
-                name: p._data.copy() for name, p in event.parameters if p._grad is not None
-            }
+        if self.config.update_ratio and engine is not None:
+            weights = dict(event.parameters)
+            snapshots = engine.snapshot([weights[name] for name in self._pre_clip])
+            self._before = dict(zip(self._pre_clip, snapshots, strict=True))
 
     @hookimpl
     def hookgrad_optimizer_step_post(self, event: OptimizerStepPostEvent) -> None:
@@ -171,19 +144,22 @@ class GradStats:
         pre_clip, self._pre_clip = self._pre_clip, {}
         if not self._sampled(event.step):
             return
+        grads = _grads_of(event.parameters)
         unchanged = {
             name: kept[2]
-            for name, p in event.parameters
+            for name, grad in grads
             if (kept := pre_clip.get(name)) is not None
-            and p._grad is kept[0]
-            and p._grad._vbox[0] == kept[1]
+            and grad is kept[0]
+            and grad._version == kept[1]
         }
+        engine = _engine_of(event.parameters)
         moves = None
         if self.config.update_ratio:
-            moves = {} if event.skipped else _moves(before, event.parameters)
+            moves = {}
+            if before and not event.skipped and engine is not None:
+                moves = _moves(engine, before, event.parameters)
         extra: _Data = {"skipped": event.skipped}
-        grads = _grads_of(event.parameters)
-        self._record_step(event.step, "post_clip", grads, extra, moves, unchanged)
+        self._record_step(engine, event.step, "post_clip", grads, extra, moves, unchanged)
 
     @hookimpl
     def hookgrad_full_backward(self, event: FullBackwardEvent) -> None:
@@ -193,9 +169,10 @@ class GradStats:
         """
         if not self._sampled(event.step):
             return
-        summaries = _grad_summaries([g._data for g in event.grad_output if g is not None])
-        if summaries:
-            data: _Data = {"call_index": event.call_index, **_aggregate(summaries)}
+        grads = [g for g in event.grad_output if g is not None]
+        if grads:
+            summaries = _engine_of_tensor(grads[0]).grad_summaries(grads)
+            data: _Data = {"call_index": event.call_index, **_aggregate(summaries)}  # type: ignore[arg-type]
             self._emit("grad_output", event.step, event.module_name, data)
 
     # ------------------------------------------------------------------ records
@@ -204,25 +181,30 @@ class GradStats:
 
     def _record_step(
         self,
+        engine: Engine | None,
         step: int,
         stage_name: str,
         grads: _Grads,
         extra: _Data,
         moves: Mapping[str, tuple[float, float]] | None,
-        known: Mapping[str, dict[str, Any]] | None = None,
-    ) -> list[dict[str, Any]]:
+        known: Mapping[str, GradSummary] | None = None,
+    ) -> list[GradSummary]:
         """Emit the param_grad records of ``grads``, then one module_grad record per owner.
 
-        ``moves`` maps a parameter name to (||W_after - W_before||, ||W_before||); None when
-        no update ratio belongs in the records, empty when there is none to give (skipped).
-        ``known`` holds summaries already computed for unchanged gradients, by name. Returns
-        the summaries of ``grads``, in order.
+        ``engine`` is the gradients' (None only when there are none). ``moves`` maps a
+        parameter name to (||W_after - W_before||, ||W_before||); None when no update ratio
+        belongs in the records, empty when there is none to give (skipped). ``known`` holds
+        summaries already computed for unchanged gradients, by name. Returns the summaries of
+        ``grads``, in order.
         """
-        by_module: dict[str, list[dict[str, Any]]] = {}
+        if engine is None or not grads:
+            return []
+        by_module: dict[str, list[GradSummary]] = {}
         moved: dict[str, list[tuple[float, float]]] = {}
         per_parameter, bins = self.config.per_parameter, self.config.histogram_bins
-        summaries = _summaries_reusing(grads, known or {})
-        for (name, grad), summary in zip(grads, summaries, strict=True):
+        summaries = _summaries_reusing(engine, grads, known or {})
+        histograms = _histograms(engine, grads, summaries, bins) if bins else None
+        for i, ((name, _), summary) in enumerate(zip(grads, summaries, strict=True)):
             module = name.rpartition(".")[0]
             by_module.setdefault(module, []).append(summary)
             move = None if moves is None else moves.get(name)
@@ -230,11 +212,11 @@ class GradStats:
                 moved.setdefault(module, []).append(move)
             if not per_parameter:
                 continue
-            data: _Data = {"param": name, "stage": stage_name, **extra, **summary}
+            data: dict[str, Any] = {"param": name, "stage": stage_name, **extra, **summary}
             if moves is not None:
                 data["update_ratio"] = None if move is None else _ratio(*move)
-            if bins:
-                data["histogram"] = _histogram(grad, bins, summary["min"], summary["max"])
+            if histograms is not None:
+                data["histogram"] = histograms[i]
             self._emit("param_grad", step, module, data)
         for module, summaries_of_module in by_module.items():
             data = {"stage": stage_name, **extra, **_aggregate(summaries_of_module)}
@@ -262,145 +244,21 @@ class GradStats:
 
 
 # ---------------------------------------------------------------------- statistics
-def _grad_summary(grad: np.ndarray) -> dict[str, Any]:
-    """JSON-safe statistics of one gradient array: those of ``array_stats`` plus ``max_abs``.
-
-    ``norm``, ``mean``, ``std``, ``min``, ``max`` and ``max_abs`` are over the finite entries
-    (None, or a norm of 0.0, when there are none); ``nonfinite`` counts the rest.
-    """
-    stats = array_stats(grad)
-    lo, hi = stats["min"], stats["max"]
-    return {
-        "norm": _finite_or_none(stats["norm"]),
-        "mean": stats["mean"],
-        "std": stats["std"],
-        "max_abs": None if lo is None or hi is None else max(abs(lo), abs(hi)),
-        "min": lo,
-        "max": hi,
-        "zero_fraction": stats["zero_fraction"],
-        "nonfinite": stats["nonfinite"],
-        "numel": int(grad.size),
-    }
-
-
 def _finite_or_none(value: float) -> float | None:
     """``value`` for a record: None when it is not finite (records are plain JSON)."""
     return value if math.isfinite(value) else None
 
 
-def _summaries_reusing(grads: _Grads, known: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _summaries_reusing(
+    engine: Engine, grads: _Grads, known: Mapping[str, GradSummary]
+) -> list[GradSummary]:
     """The summary of each (name, gradient), taken from ``known`` where it has the name."""
     todo = [i for i, (name, _) in enumerate(grads) if name not in known]
-    fresh = dict(zip(todo, _grad_summaries([grads[i][1] for i in todo]), strict=True))
-    return [fresh[i] if i in fresh else known[name] for i, (name, _) in enumerate(grads)]
-
-
-def _grad_summaries(grads: Sequence[np.ndarray]) -> list[dict[str, Any]]:
-    """:func:`_grad_summary` of each array, the small ones computed together in batches.
-
-    A step's gradients are mostly small arrays, whose cost is numpy's per-call overhead, not
-    the arithmetic: array_stats' eight or so numpy calls per array become about ten per
-    batch. Arrays that stay out of a batch (see :func:`_plan`) get ``_grad_summary``.
-    """
-    alone, batches = _plan(grads, [g.dtype in _REAL for g in grads], _BATCH_LARGEST, _BATCH_FEWEST)
-    done = {i: _grad_summary(grads[i]) for i in alone}
-    for batch, bounds in batches:
-        summaries = _batch_summaries([grads[i] for i in batch], bounds)
-        done.update(zip(batch, summaries, strict=True))
-    return [done[i] for i in range(len(grads))]
-
-
-def _batch_summaries(arrays: Sequence[np.ndarray], bounds: list[int]) -> list[dict[str, Any]]:
-    """:func:`_grad_summary` of a batch from :func:`_plan`, with array_stats' formulas.
-
-    An array whose sum of squares is not finite (NaN, ±Inf, squares overflowing float64) or
-    fades below float64's normal range, or whose variance cancels, goes to array_stats
-    itself, which counts the non-finite entries, rescales, or takes two passes.
-    """
-    total, total_sq, lows, highs, zeros = _reductions(arrays, bounds)
-    summaries = []
-    for i, array in enumerate(arrays):
-        n, squares = bounds[i + 1] - bounds[i], total_sq[i]
-        if math.isfinite(squares) and (squares >= _FADED_64 or zeros[i] == n):
-            mean = total[i] / n
-            var = squares / n - mean * mean
-            if var >= mean * mean * _CANCELLATION:  # array_stats' test, so var >= 0
-                lo, hi = lows[i], highs[i]
-                summary = {
-                    "norm": math.sqrt(squares),
-                    "mean": mean,
-                    "std": math.sqrt(var),
-                    "max_abs": max(abs(lo), abs(hi)),
-                    "min": lo,
-                    "max": hi,
-                    "zero_fraction": zeros[i] / n,
-                    "nonfinite": 0,
-                    "numel": n,
-                }
-                summaries.append(summary)
-                continue
-        summaries.append(_grad_summary(array))
-    return summaries
-
-
-def _reductions(
-    arrays: Sequence[np.ndarray], bounds: list[int]
-) -> tuple[list[float], list[float], list[float], list[float], list[int]]:
-    """Per array of a batch: sum, sum of squares, min, max and zero count, as Python lists.
-
-    One float64 copy of all entries, then one call per statistic (``ufunc.reduceat`` over
-    the arrays' segments). min, max and the zero count are exact, so equal array_stats'.
-    The sums are of float64 values and squares (a float32's square is exact in float64),
-    where array_stats sums in the array's dtype: norm, mean and std agree to its rounding.
-    Each sum has at most _BATCH_LARGEST terms, so even summed one by one (numpy sums pairwise)
-    its error stays below 1e-12 of the sum of magnitudes. Non-finite entries make non-finite
-    sums, without a warning: the caller redoes their arrays.
-    """
-    edges = np.array(bounds, dtype=np.intp)
-    starts = edges[:-1]
-    rows = np.empty((2, bounds[-1]))
-    values, squares = rows
-    np.concatenate(arrays, axis=None, out=values)  # raveled, cast on the way
-    zeros_before = np.searchsorted(np.flatnonzero(values == 0), edges).tolist()
-    with np.errstate(over="ignore", invalid="ignore"):
-        lows = np.minimum.reduceat(values, starts).tolist()
-        highs = np.maximum.reduceat(values, starts).tolist()
-        np.multiply(values, values, out=squares)
-        total, total_sq = np.add.reduceat(rows, starts, axis=1).tolist()
-    zeros = [end - start for start, end in itertools.pairwise(zeros_before)]
-    return total, total_sq, lows, highs, zeros
-
-
-def _plan(
-    arrays: Sequence[np.ndarray], ok: Sequence[bool], largest: int, fewest: int
-) -> tuple[list[int], list[tuple[list[int], list[int]]]]:
-    """The indices of the arrays computed alone, and batches of at most _BATCH_ENTRIES entries.
-
-    A batch is its arrays' indices and its bounds: where each array starts when they are
-    laid end to end, then the total. Empty arrays go alone, as ``reduceat`` gives an empty
-    segment the entry at its start, not the reduction's identity; so do the arrays that
-    are not ``ok`` or have more than ``largest`` entries, and those of a batch of fewer
-    than ``fewest`` arrays.
-    """
-    alone: list[int] = []
-    batches: list[tuple[list[int], list[int]]] = []
-    batch: list[int] = []
-    bounds = [0]
-    for i, (array, fits) in enumerate(zip(arrays, ok, strict=True)):
-        size = array.size
-        if not (fits and 0 < size <= largest):
-            alone.append(i)
-            continue
-        if bounds[-1] + size > _BATCH_ENTRIES:
-            batches.append((batch, bounds))
-            batch, bounds = [], [0]
-        batch.append(i)
-        bounds.append(bounds[-1] + size)
-    batches.append((batch, bounds))
-    for batch, _ in batches:
-        if len(batch) < fewest:
-            alone += batch
-    return alone, [b for b in batches if len(b[0]) >= fewest]
+    if not todo:
+        return [known[name] for name, _ in grads]
+    fresh = engine.grad_summaries([grads[i][1] for i in todo])
+    done = dict(zip(todo, fresh, strict=True))
+    return [done[i] if i in done else known[name] for i, (name, _) in enumerate(grads)]  # type: ignore[misc]
 
 
 def _aggregate(summaries: Sequence[Mapping[str, Any]]) -> _Data:
@@ -436,84 +294,47 @@ def _aggregate(summaries: Sequence[Mapping[str, Any]]) -> _Data:
     }
 
 
-def _histogram(grad: np.ndarray, bins: int, lo: float | None, hi: float | None) -> _Data | None:
-    """``np.histogram`` of the finite entries, whose extremes are ``lo`` and ``hi``.
+def _histograms(
+    engine: Engine, grads: _Grads, summaries: Sequence[GradSummary], bins: int
+) -> list[_Data | None]:
+    """The histogram of each gradient's finite entries (None when it has none)."""
+    ranges = [
+        None if (lo := s["min"]) is None or (hi := s["max"]) is None else (lo, hi)
+        for s in summaries
+    ]
+    return engine.histograms([grad for _, grad in grads], bins, ranges)  # type: ignore[return-value]
 
-    Passing that range spares numpy its own min/max passes and drops NaN and ±Inf without a
-    mask. The bounds go in as scalars of the gradient's dtype, as numpy's own ones would, so
-    the edges are the same to the last bit. None when no entry is finite, or when ``hi - lo``
-    overflows the dtype (numpy cannot bin that range; a statistic must not stop training).
-    """
-    if lo is None or hi is None:
-        return None
-    scalar = grad.dtype.type
-    try:
-        with np.errstate(over="ignore", invalid="ignore"):
-            counts, edges = np.histogram(grad, bins=bins, range=(scalar(lo), scalar(hi)))
-    except ValueError:  # "Too many bins for data range": the edges are not finite
-        return None
-    return {"counts": counts.tolist(), "edges": edges.tolist()}
+
+def _engine_of(parameters: Iterable[tuple[str, Any]]) -> Engine | None:
+    """The engine of a step's parameters (one optimizer's are of one engine); None for none."""
+    first = next(iter(parameters), None)
+    return None if first is None else _engine_of_tensor(first[1])
+
+
+def _engine_of_tensor(tensor: Any) -> Engine:
+    engine = engine_of(tensor)
+    if engine is None:
+        raise TypeError(f"{NAME}: {type(tensor).__name__} is not a tensor of a known engine")
+    return engine
 
 
 def _grads_of(parameters: Iterable[tuple[str, Any]]) -> _Grads:
-    """The (name, gradient array) pairs of the parameters that have a gradient."""
-    return [(name, p._grad._data) for name, p in parameters if p._grad is not None]
+    """The (name, gradient tensor) pairs of the parameters that have a gradient."""
+    return [(name, grad) for name, p in parameters if (grad := p.grad) is not None]
 
 
 def _moves(
-    before: Mapping[str, np.ndarray], parameters: Iterable[tuple[str, Any]]
+    engine: Engine, before: Mapping[str, Any], parameters: Iterable[tuple[str, Any]]
 ) -> dict[str, tuple[float, float]]:
-    """Parameter name -> (||W_after - W_before||, ||W_before||) for the weights kept before.
-
-    Small weights are computed in batches, as the statistics are (see _grad_summaries).
-    """
+    """Parameter name -> (||W_after - W_before||, ||W_before||) for the weights kept before."""
     names: list[str] = []
-    after: list[np.ndarray] = []
-    prior: list[np.ndarray] = []
+    after: list[Any] = []
     for name, p in parameters:
         if name in before:
             names.append(name)
-            after.append(p._data)
-            prior.append(before[name])
-    ok = [
-        a.shape == b.shape and a.dtype in _REAL and b.dtype in _REAL for a, b in zip(after, prior)
-    ]
-    alone, batches = _plan(after, ok, _MOVE_LARGEST, _MOVE_FEWEST)
-    done = {i: (_l2_norm(after[i] - prior[i]), _l2_norm(prior[i])) for i in alone}
-    for batch, bounds in batches:
-        pairs = _batch_moves([after[i] for i in batch], [prior[i] for i in batch], bounds)
-        done.update(zip(batch, pairs, strict=True))
-    return {name: done[i] for i, name in enumerate(names)}
-
-
-def _batch_moves(
-    after: Sequence[np.ndarray], prior: Sequence[np.ndarray], bounds: list[int]
-) -> list[tuple[float, float]]:
-    """(||a - b||, ||b||) of a batch of equally shaped pairs from :func:`_plan`.
-
-    The difference is taken in float64, where the single-array path rounds it to the weights'
-    dtype first: the norms agree to that rounding. Non-finite weights give NaN or Inf norms
-    and float64 squares overflow to Inf, as on that path, so no pair needs redoing.
-    """
-    rows = np.empty((2, bounds[-1]))
-    np.concatenate(after, axis=None, out=rows[0])
-    np.concatenate(prior, axis=None, out=rows[1])
-    with np.errstate(over="ignore", invalid="ignore"):
-        np.subtract(rows[0], rows[1], out=rows[0])
-        np.multiply(rows, rows, out=rows)
-        sums = np.add.reduceat(rows, np.array(bounds[:-1], dtype=np.intp), axis=1)
-        moved, base = np.sqrt(sums).tolist()
-    return list(zip(moved, base, strict=True))
-
-
-def _l2_norm(array: np.ndarray) -> float:
-    """The L2 norm as a float; in float64 only if the squares overflow the array's dtype."""
-    flat = array.reshape(-1)
-    squares = float(np.vdot(flat, flat))
-    if math.isinf(squares):
-        flat = flat.astype(np.float64)
-        squares = float(np.vdot(flat, flat))
-    return math.sqrt(squares)
+            after.append(p)
+    norms = engine.diff_norms(after, [before[name] for name in names])
+    return {name: pair for name, pair in zip(names, norms, strict=True) if pair is not None}
 
 
 def _ratio(moved: float, base: float) -> float | None:

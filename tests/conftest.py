@@ -36,6 +36,22 @@ def lib(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
+def torch_host_syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every ``tolist``/``item`` of a torch tensor from now on: where kernels sync the host."""
+    torch = pytest.importorskip("torch")
+    calls: list[str] = []
+    for name in ("tolist", "item"):
+        real = getattr(torch.Tensor, name)
+
+        def counted(self: Any, *args: Any, _real: Any = real, _name: str = name) -> Any:
+            calls.append(_name)
+            return _real(self, *args)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    return calls
+
+
+@pytest.fixture
 def in_empty_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run in an empty directory with no HOOKGRAD_* variable from the shell."""
     for name in list(os.environ):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, runtime_
 
 if TYPE_CHECKING:
     from ..hookspecs import TensorSummary
+    from ..hookspecs._stats import GradSummary
 
 __all__ = [
     "BackwardBegin",
@@ -252,6 +253,45 @@ class Engine(Protocol):
         whole tensor otherwise (timm's ``unitwise_norm``); a unit whose gradient norm exceeds
         ``clipping * max(weight norm, eps)`` is scaled down to it (gradient norm floored at
         1e-6). None grads are skipped. One host sync for all parameters.
+        """
+        ...
+
+    # ------------------------------------------------------------------ grad_stats kernels
+    # Gradient statistics for grad_stats, shaped for a per-step summary shared by every
+    # plugin: a step's gradients (or weights) in, one result per tensor out, in order.
+    def grad_summaries(self, tensors: Sequence[Any | None]) -> list[GradSummary | None]:
+        """The :class:`~hookgrad.hookspecs._stats.GradSummary` of each tensor (None for None).
+
+        The statistics of :func:`hookgrad.hookspecs.tensor_stats`, in the tensors' own units,
+        computed in float64 on the tensors' device: ``norm``, ``mean``, ``std`` (population),
+        ``min``, ``max`` and ``max_abs`` over the finite entries; ``nonfinite``, ``numel``
+        and ``zero_fraction`` counted exactly. One host sync for the whole batch.
+        """
+        ...
+
+    def histograms(
+        self, tensors: Sequence[Any | None], bins: int, ranges: Sequence[tuple[float, float] | None]
+    ) -> list[dict[str, list[Any]] | None]:
+        """``np.histogram(t, bins, range)`` of each tensor: ``{"counts": [...], "edges": [...]}``.
+
+        ``ranges`` holds each tensor's finite (min, max), so only finite entries are counted;
+        the edges are numpy's, to the bit, in the tensor's dtype. None for a None tensor or
+        range, or where the range's width overflows the dtype. One host sync for the batch.
+        """
+        ...
+
+    def snapshot(self, tensors: Sequence[Any | None]) -> list[Any | None]:
+        """Copies of the tensors' values, kept where the tensors are (no host transfer), for
+        :meth:`diff_norms` after they change in place; None for None."""
+        ...
+
+    def diff_norms(
+        self, after: Sequence[Any | None], before: Sequence[Any | None]
+    ) -> list[tuple[float, float] | None]:
+        """``(||a - b||, ||b||)`` (L2, in the tensors' units) of each tensor ``a`` of ``after``
+        and its :meth:`snapshot` ``b`` of ``before``; None where either is None. The difference
+        is taken in the tensors' dtype, the norms accumulated in float64 where they would
+        overflow. One host sync for the batch.
         """
         ...
 

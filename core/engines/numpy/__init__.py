@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ..._tensor import Tensor
 from ...autograd._observers import register_backward_observer
-from ...hookspecs._stats import TensorSummary, array_stats
+from ...hookspecs._stats import GradSummary, TensorSummary, array_stats
 from ...nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from ...optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
 from .._protocol import (
@@ -21,9 +21,12 @@ from .._protocol import (
     StepGate,
     StepPost,
 )
+from . import _grad_stats
 from ._kernels import agc_clip_, clamp, clip_with_norm_, total_norms
 
 __all__ = ["NumpyEngine"]
+
+_T = TypeVar("_T")
 
 
 class NumpyEngine:
@@ -94,5 +97,36 @@ class NumpyEngine:
         """hookgrad's engine is never distributed: this process's verdict is the run's."""
         return vetoed_by
 
+    # ------------------------------------------------------------------ grad_stats kernels
+    def grad_summaries(self, tensors: Sequence[Any]) -> list[GradSummary | None]:
+        arrays = [t._data for t in tensors if t is not None]
+        summaries = _grad_stats.grad_summaries(arrays)
+        if len(arrays) == len(tensors):
+            return summaries  # type: ignore[return-value]
+        return _spread(summaries, [t is not None for t in tensors])
+
+    def histograms(
+        self, tensors: Sequence[Any], bins: int, ranges: Sequence[tuple[float, float] | None]
+    ) -> list[dict[str, list[Any]] | None]:
+        arrays = [None if t is None else t._data for t in tensors]
+        return _grad_stats.histograms(arrays, bins, ranges)
+
+    def snapshot(self, tensors: Sequence[Any]) -> list[Any]:
+        return [None if t is None else t._data.copy() for t in tensors]
+
+    def diff_norms(
+        self, after: Sequence[Any], before: Sequence[Any]
+    ) -> list[tuple[float, float] | None]:
+        both = [a is not None and b is not None for a, b in zip(after, before, strict=True)]
+        arrays = [a._data for a, ok in zip(after, both) if ok]
+        norms = _grad_stats.diff_norms(arrays, [b for b, ok in zip(before, both) if ok])
+        return norms if len(arrays) == len(both) else _spread(norms, both)  # type: ignore[return-value]
+
     def __repr__(self) -> str:
         return "NumpyEngine()"
+
+
+def _spread(results: list[_T], kept: Sequence[bool]) -> list[_T | None]:
+    """``results`` of the entries ``kept`` marks, in their places; None in the others."""
+    found = iter(results)
+    return [next(found) if keep else None for keep in kept]

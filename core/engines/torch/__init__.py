@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import torch
 
-from ...hookspecs._stats import TensorSummary
+from ...hookspecs._stats import GradSummary, TensorSummary
 from .._protocol import (
     BackwardBegin,
     BackwardEnd,
@@ -23,6 +23,7 @@ from .._protocol import (
     StepGate,
     StepPost,
 )
+from . import _kernels
 from ._agreement import agree_on_step
 from ._backward import observe_backward
 from ._kernels import agc_clip_, clamp, clip_with_norm_, summaries, total_norms
@@ -90,6 +91,23 @@ class TorchEngine:
     # ------------------------------------------------------------------ distributed agreement (ddp)
     def agree_on_step(self, optimizer: Any, vetoed_by: str | None, failed: bool) -> str | None:
         return agree_on_step(optimizer, vetoed_by, failed)
+
+    # ------------------------------------------------------------------ grad_stats kernels
+    def grad_summaries(self, tensors: Sequence[Any]) -> list[GradSummary | None]:
+        return _kernels.grad_summaries(tensors)
+
+    def histograms(
+        self, tensors: Sequence[Any], bins: int, ranges: Sequence[tuple[float, float] | None]
+    ) -> list[dict[str, list[Any]] | None]:
+        return _kernels.histograms(tensors, bins, ranges)
+
+    def snapshot(self, tensors: Sequence[Any]) -> list[Any]:
+        return _kernels.snapshot(tensors)
+
+    def diff_norms(
+        self, after: Sequence[Any], before: Sequence[Any]
+    ) -> list[tuple[float, float] | None]:
+        return _kernels.diff_norms(after, before)
 
     def __repr__(self) -> str:
         return f"TorchEngine(torch {torch.__version__})"

@@ -3,10 +3,14 @@
 A summary is what :func:`hookgrad.hookspecs.array_stats` gives for a numpy array (shape,
 dtype, L2 norm, mean, population std, min and max of the finite entries, NaN/Inf counts, share
 of exact zeros), computed here with torch reductions in float64 on the tensor's own device.
-The per-tensor results are stacked into one tensor and moved to the host in one ``tolist()``,
-so summarising many gradients on a GPU costs one synchronisation, not one per tensor. Values
+The tensors of a device, dtype and size are reduced together, stacked as the rows of one
+float64 matrix (one reduction per statistic, not one per tensor), and every result moves to
+the host in one ``tolist()`` per device, so summarising many gradients on a GPU
+costs one synchronisation, not one per tensor. Values
 equal numpy's to float32 tolerance (both accumulate in float64; the order of additions
-differs).
+differs). A float64 tensor is reduced over a power of two near its largest finite magnitude,
+as numpy's summary rescales, so squares of entries past 1e154 or under 1e-154 neither overflow
+nor fade.
 """
 
 from __future__ import annotations
@@ -14,59 +18,122 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Final
 
 import numpy as np
 import torch
 from torch.nn.utils import get_total_norm
 
-from ...hookspecs._stats import TensorSummary
+from ...hookspecs._stats import GradSummary, TensorSummary, grad_summary
 from .._protocol import Clamped
 
-__all__ = ["agc_clip_", "clamp", "clip_with_norm_", "summaries", "total_norms"]
+__all__ = [
+    "agc_clip_",
+    "clamp",
+    "clip_with_norm_",
+    "diff_norms",
+    "grad_summaries",
+    "histograms",
+    "snapshot",
+    "summaries",
+    "total_norms",
+]
 
-_FIELDS = 9  # n, finite, nan, zeros, sum, L2 norm, min, max, sum of squared deviations
+_BATCH_ENTRIES = 1 << 22
+"""Most entries reduced together: the batch's float64 copy (32 MiB) and masks stay small next
+to the tensors; a larger tensor is reduced on its own."""
 
 
 def summaries(tensors: Sequence[torch.Tensor]) -> list[TensorSummary]:
     """The summary of each tensor, in order (see the module docstring)."""
-    if not tensors:
-        return []
-    rows = [_reductions(t) for t in tensors]
-    host = torch.stack([row.to("cpu") for row in rows]).tolist()  # the one sync
-    return [_summary(t, values) for t, values in zip(tensors, host)]
+    host = _reduced(tensors)
+    return [_summary(t, values) for t, values in zip(tensors, host, strict=True)]
 
 
-def _reductions(tensor: torch.Tensor) -> torch.Tensor:
-    """The nine float64 reductions of one tensor, on its device."""
-    x = tensor.detach().reshape(-1)
-    x = x.to(torch.float64)
-    n = x.numel()
-    if n == 0:
-        return torch.zeros(_FIELDS, dtype=torch.float64, device=x.device)
+def _reduced(tensors: Sequence[torch.Tensor]) -> list[list[float]]:
+    """Each tensor's row of :func:`_reductions`, on the host, with one transfer per device."""
+    batches = _batches(tensors)
+    blocks = _to_host([_reductions([tensors[i] for i in batch]) for batch in batches])
+    rows: list[Any] = [None] * len(tensors)
+    for batch, block in zip(batches, blocks, strict=True):
+        for i, row in zip(batch, block, strict=True):
+            rows[i] = row
+    return rows
+
+
+def _batches(tensors: Sequence[torch.Tensor]) -> list[list[int]]:
+    """The indices of the tensors reduced together: of one device, dtype and size (so they
+    stack as the rows of a matrix, casting nothing), at most _BATCH_ENTRIES entries unless
+    one tensor has more. A model has few distinct parameter sizes: few batches."""
+    batches: list[list[int]] = []
+    filling: dict[tuple[torch.device, torch.dtype, int], tuple[list[int], int]] = {}
+    for i, tensor in enumerate(tensors):
+        key = (tensor.device, tensor.dtype, tensor.numel())
+        batch, entries = filling.get(key, ([], 0))
+        if not batch or entries + tensor.numel() > _BATCH_ENTRIES:
+            batch, entries = [], 0
+            batches.append(batch)
+        batch.append(i)
+        filling[key] = (batch, entries + tensor.numel())
+    return batches
+
+
+def _reductions(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The float64 reductions of tensors of one device, dtype and size, one row each, there.
+
+    A row is: finite, NaN and zero counts, then over ``scale``: the sum, the L2 norm and the
+    sum of squared deviations of the finite entries; min and max of the finite entries; and
+    ``scale``, a power of two at or below the largest finite magnitude of a float64 tensor
+    (1 for the others, whose squares cannot overflow or fade in float64). The tensors are
+    stacked as the rows of one matrix (see :func:`_batches`), so each statistic is one
+    reduction along its rows for the whole batch.
+    """
+    rows = [t.detach().reshape(-1) for t in tensors]
+    x = (torch.stack(rows) if len(rows) > 1 else rows[0][None]).to(torch.float64)
+    if x.shape[1] == 0:  # empty tensors: nothing counted, no moments
+        return x.new_zeros(len(tensors), 9)
     finite = torch.isfinite(x)
-    kept = finite.sum()
+    kept = finite.sum(dim=1, dtype=torch.float64)
+    low = torch.where(finite, x, torch.inf).amin(dim=1)
+    high = torch.where(finite, x, -torch.inf).amax(dim=1)
+    scale = x.new_ones(len(tensors))
+    if tensors[0].dtype == torch.float64:
+        largest = torch.maximum(low.abs(), high.abs())
+        usable = torch.isfinite(largest) & (largest > 0)
+        scale = torch.where(usable, torch.ldexp(scale, torch.frexp(largest).exponent - 1), 1.0)
+        x = x / scale[:, None]  # a power of two: exact
     values = torch.where(finite, x, 0.0)
-    total = values.sum()
+    total = values.sum(dim=1)
     mean = total / kept.clamp(min=1)
-    deviations = torch.where(finite, x - mean, 0.0)
+    deviations = torch.where(finite, x - mean[:, None], 0.0)
     return torch.stack(
         [
-            torch.tensor(float(n), dtype=torch.float64, device=x.device),
-            kept.to(torch.float64),
-            torch.isnan(x).sum().to(torch.float64),
-            (x == 0).sum().to(torch.float64),
+            kept,
+            torch.isnan(x).sum(dim=1, dtype=torch.float64),
+            (x == 0).sum(dim=1, dtype=torch.float64),
             total,
-            torch.linalg.vector_norm(values),
-            torch.where(finite, x, torch.inf).amin(),
-            torch.where(finite, x, -torch.inf).amax(),
-            (deviations * deviations).sum(),
-        ]
+            torch.linalg.vector_norm(values, dim=1),
+            low,
+            high,
+            (deviations * deviations).sum(dim=1),
+            scale,
+        ],
+        dim=1,
     )
 
 
+def _to_device(host: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``host`` (a CPU tensor) on ``device``; to a GPU through pinned memory, asynchronously,
+    so the copy waits for no queued work (a plain copy to other devices)."""
+    if device.type == "cuda":
+        return host.pin_memory().to(device, non_blocking=True)
+    return host.to(device)
+
+
 def _summary(tensor: torch.Tensor, values: list[float]) -> TensorSummary:
-    n, kept, nan, zeros, total, norm, low, high, deviations = values
+    n = tensor.numel()
+    kept, nan, zeros, total, norm, low, high, deviations, scale = values
     summary = TensorSummary(
         shape=list(tensor.shape),
         dtype=str(tensor.dtype).removeprefix("torch."),
@@ -84,9 +151,9 @@ def _summary(tensor: torch.Tensor, values: list[float]) -> TensorSummary:
         return summary
     summary["zero_fraction"] = zeros / n
     if kept:
-        summary["norm"] = norm
-        summary["mean"] = total / kept
-        summary["std"] = (deviations / kept) ** 0.5
+        summary["norm"] = norm * scale
+        summary["mean"] = total / kept * scale
+        summary["std"] = (deviations / kept) ** 0.5 * scale
         summary["min"] = low
         summary["max"] = high
     return summary
@@ -219,3 +286,133 @@ def _to_host(values: Sequence[torch.Tensor]) -> list[float]:
         return [values[0].item()]
     device = values[0].device
     return torch.stack([v.to(device) for v in values]).tolist()
+
+
+def _to_host(tensors: Sequence[torch.Tensor]) -> list[Any]:
+    """``[t.tolist() for t in tensors]`` with one transfer (one sync) per device: the tensors
+    of a device (of one dtype) are flattened and laid end to end there first."""
+    by_device: dict[torch.device, list[int]] = {}
+    for i, tensor in enumerate(tensors):
+        by_device.setdefault(tensor.device, []).append(i)
+    host: list[Any] = [None] * len(tensors)
+    for indices in by_device.values():
+        flat = torch.cat([tensors[i].reshape(-1) for i in indices]).tolist()
+        start = 0
+        for i in indices:
+            shape = tensors[i].shape
+            part, start = flat[start : start + shape.numel()], start + shape.numel()
+            host[i] = _unflattened(part, shape)
+    return host
+
+
+def _unflattened(values: list[Any], shape: torch.Size) -> Any:
+    """``values`` (a flat list) nested as a tensor of ``shape`` (0 to 2 dimensions)."""
+    if not shape:
+        return values[0]
+    if len(shape) == 1:
+        return values
+    width = shape[1]
+    return [values[row * width : (row + 1) * width] for row in range(shape[0])]
+
+
+# ---------------------------------------------------------------------- grad_stats kernels
+def grad_summaries(tensors: Sequence[torch.Tensor | None]) -> list[GradSummary | None]:
+    """The GradSummary of each tensor (None for None), from the summary's reductions."""
+    present = [t for t in tensors if t is not None]
+    host = iter(_reduced(present))
+    return [
+        None if t is None else grad_summary(_summary(t, next(host)), t.numel()) for t in tensors
+    ]
+
+
+def histograms(
+    tensors: Sequence[torch.Tensor | None], bins: int, ranges: Sequence[tuple[float, float] | None]
+) -> list[dict[str, list[Any]] | None]:
+    """``np.histogram`` of each tensor over its range, counted on the tensor's device.
+
+    The edges are numpy's own (computed on the host from the range, as numpy's histogram
+    computes them), so a bin holds the entries ``edges[i] <= x < edges[i + 1]`` (the last bin
+    includes its right edge), as numpy's does: the counts equal numpy's exactly. Tensors of a
+    device, dtype and size are counted together (see :func:`_batches`); the edges go to each
+    device in one transfer, the counts come back in one.
+    """
+    found: list[tuple[int, torch.Tensor, np.ndarray]] = []  # (index, tensor, edges)
+    for i, (tensor, span) in enumerate(zip(tensors, ranges, strict=True)):
+        edges = None if tensor is None or span is None else _bin_edges(tensor.dtype, bins, span)
+        if tensor is not None and edges is not None:
+            found.append((i, tensor, edges))
+    out: list[dict[str, list[Any]] | None] = [None] * len(tensors)
+    if not found:
+        return out
+    batches = _batches([tensor for _, tensor, _ in found])
+    order = [j for batch in batches for j in batch]  # each batch's edges: a slice of table
+    table = torch.from_numpy(np.stack([found[j][2] for j in order]).astype(np.float64))
+    on_device: dict[torch.device, torch.Tensor] = {}
+    blocks, start = [], 0
+    for batch in batches:
+        device = found[batch[0]][1].device
+        if device not in on_device:
+            on_device[device] = _to_device(table, device)
+        batch_edges = on_device[device][start : start + len(batch)]
+        blocks.append(_bin_counts([found[j][1] for j in batch], batch_edges))
+        start += len(batch)
+    for batch, block in zip(batches, _to_host(blocks), strict=True):
+        for j, numbers in zip(batch, block, strict=True):
+            i, _, edges = found[j]
+            out[i] = {"counts": numbers, "edges": edges.tolist()}
+    return out
+
+
+def _bin_edges(dtype: torch.dtype, bins: int, span: tuple[float, float]) -> np.ndarray | None:
+    """numpy's histogram edges for entries of ``dtype`` in ``span``; None where numpy cannot
+    bin it (the width overflows the dtype)."""
+    kind = _numpy_dtype(dtype)
+    lo, hi = kind.type(span[0]), kind.type(span[1])
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.histogram_bin_edges(np.empty(0, kind), bins, range=(lo, hi))
+    except ValueError:  # "Too many bins for data range": the edges are not finite
+        return None
+
+
+@lru_cache(maxsize=32)
+def _numpy_dtype(dtype: torch.dtype) -> np.dtype[Any]:
+    """The numpy dtype of torch's ``dtype``; float32 for bfloat16, which numpy lacks (and
+    float32 holds exactly)."""
+    try:
+        return torch.empty(0, dtype=dtype).numpy().dtype
+    except TypeError:
+        return np.dtype(np.float32)
+
+
+def _bin_counts(tensors: Sequence[torch.Tensor], edges: torch.Tensor) -> torch.Tensor:
+    """How many entries of each tensor (of one device, dtype and size) each bin holds: one
+    row of counts per tensor, by its row of ``edges`` (float64, on their device)."""
+    rows = [t.detach().reshape(-1) for t in tensors]
+    x = torch.stack(rows).to(torch.float64)  # exact for every narrower dtype
+    inner = edges[:, 1:-1].contiguous()
+    index = torch.searchsorted(inner, x, right=True)  # edges[i] <= x < edges[i + 1]
+    inside = (x >= edges[:, :1]) & (x <= edges[:, -1:])  # NaN and ±Inf are not
+    bins = edges.shape[1] - 1
+    counts = torch.zeros(len(tensors), bins, dtype=torch.int64, device=x.device)
+    return counts.scatter_add_(1, index, inside.to(torch.int64))
+
+
+def snapshot(tensors: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
+    """Detached copies of the tensors, on their devices."""
+    return [None if t is None else t.detach().clone() for t in tensors]
+
+
+def diff_norms(
+    after: Sequence[torch.Tensor | None], before: Sequence[torch.Tensor | None]
+) -> list[tuple[float, float] | None]:
+    """(||a - b||, ||b||) of each pair: the difference in the tensors' dtype, the norms
+    accumulated in float64 (``torch._foreach_norm``), handed to the host together."""
+    pairs = [(a, b) for a, b in zip(after, before, strict=True) if a is not None and b is not None]
+    if not pairs:
+        return [None] * len(after)
+    moved = torch._foreach_sub([a.detach() for a, _ in pairs], [b for _, b in pairs])
+    bases = [b for _, b in pairs]
+    norms = _to_host(torch._foreach_norm([*moved, *bases], 2, dtype=torch.float64))
+    found = iter(zip(norms[: len(pairs)], norms[len(pairs) :], strict=True))
+    return [None if a is None or b is None else next(found) for a, b in zip(after, before)]
