@@ -10,6 +10,7 @@ from ...autograd._observers import register_backward_observer
 from ...hookspecs._stats import TensorSummary, array_stats
 from ...optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
 from .._protocol import BackwardBegin, BackwardEnd, Removable, StepGate, StepPost
+from . import _kernels
 
 __all__ = ["NumpyEngine"]
 
@@ -36,6 +37,26 @@ class NumpyEngine:
             hook(optimizer)
 
         return register_optimizer_step_post_hook(post)
+
+    # ---------------------------------------------------- finiteness and loss scaling
+    # (nan_guard, grad_scale)
+    def first_nonfinite(self, values: Sequence[Any], skip: Any = None) -> int | None:
+        return _kernels.first_nonfinite(values, skip)
+
+    def nonfinite_counts(self, tensors: Sequence[Any]) -> list[tuple[int, int]]:
+        return _kernels.count_nonfinite(tensors)
+
+    def zero_nonfinite_(self, tensors: Sequence[Any]) -> int:
+        return _kernels.zero_nonfinite_(tensors)
+
+    def unscale_(self, tensors: Sequence[Any], inv_scale: float) -> bool:
+        return _kernels.unscale_(tensors, inv_scale)
+
+    def dtype_name(self, tensor: Any) -> str:
+        return tensor._data.dtype.name
+
+    def running_loss_scaler(self) -> str | None:
+        return None  # hookgrad has no loss scaler of its own
 
     def __repr__(self) -> str:
         return "NumpyEngine()"
