@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tensor import Tensor
+from ..engines import engine_of
 
 __all__ = ["as_args", "checked_gradients", "checked_seed"]
 
@@ -24,7 +24,8 @@ def as_args(value: Any, current: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def checked_gradients(value: Any, current: tuple[Any, ...]) -> tuple[Any, ...]:
     """``grad_output`` / ``grad_input`` replaced: a tuple (or list) as long as ``current``,
-    each entry None or a Tensor shaped like the one it replaces (None where that is None)."""
+    each entry None or a tensor shaped like the one it replaces, of its engine (None where
+    that is None)."""
     if not isinstance(value, tuple | list):
         raise TypeError(
             f"a gradient replacement must be a tuple of {len(current)} Tensor or None, "
@@ -37,18 +38,22 @@ def checked_gradients(value: Any, current: tuple[Any, ...]) -> tuple[Any, ...]:
     for i, (new, old) in enumerate(zip(value, current)):
         if new is None:
             continue
-        if not isinstance(new, Tensor):
+        engine = engine_of(new)
+        if engine is None:
             raise TypeError(f"entry {i} must be a Tensor or None, got {type(new).__name__}")
         if old is None:
             raise ValueError(f"entry {i} must be None: there is no gradient to replace there")
+        if not engine.owns(old):
+            raise TypeError(f"entry {i} must be a Tensor of the {engine_of(old)!r} engine")
         if new.shape != old.shape:
             raise ValueError(f"entry {i} has shape {list(new.shape)}, expected {list(old.shape)}")
     return tuple(value)
 
 
-def checked_seed(value: Any, loss: Tensor) -> Tensor:
-    """The seed gradient replaced: a Tensor shaped like ``loss``."""
-    if not isinstance(value, Tensor):
+def checked_seed(value: Any, loss: Any) -> Any:
+    """The seed gradient replaced: a tensor of ``loss``'s engine shaped like ``loss``."""
+    engine = engine_of(value)
+    if engine is None or not engine.owns(loss):
         raise TypeError(f"a seed gradient must be a Tensor, got {type(value).__name__}")
     if value.shape != loss.shape:
         raise ValueError(
