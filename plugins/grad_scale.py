@@ -15,7 +15,10 @@ factor on the gradients flowing into chosen modules.
 The arithmetic is that of torch's CPU kernels, so the scale sequence is torch's bit for bit: a
 float32 scale, its reciprocal rounded to float32, products computed in float64 and rounded to
 float32, growth that stops short of inf. Loss scaling must unscale every gradient it scaled,
-so dynamic mode refuses module selectors.
+so dynamic mode refuses module selectors. On torch models the tensor work runs through the
+engine's kernels (torch's own unscale kernel, on the gradients' devices), and a
+``torch.amp.GradScaler`` stepping the optimizer as well is refused
+(:class:`LossScalerConflictError`): the loss would be scaled twice.
 
 ``mode = "constant"`` multiplies the ``grad_output`` of every selected module call by
 ``factor`` (a full backward pre-hook), so the gradients of that module's parameters and of
