@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import torch
@@ -98,7 +99,7 @@ def grad_scaler_stepping() -> bool:
     ``_maybe_opt_step``, so the frame of a function named ``step`` whose ``self`` is a
     GradScaler is on the stack of every step it makes (and of none it does not make).
     """
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "step" and isinstance(frame.f_locals.get("self"), GradScaler):
             return True
