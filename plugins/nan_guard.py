@@ -229,17 +229,19 @@ class NanGuard:
 
     @hookimpl
     def hookgrad_full_backward(self, event: FullBackwardEvent) -> None:
+        # One batch, grad_output first: its last entries are checked before grad_input's.
+        found = self._first_nonfinite((*event.grad_output, *event.grad_input))
+        if found is None:
+            return
+        index, tensor = found
+        outputs = len(event.grad_output)
         role: Role = "propagator"
-        found = self._first_nonfinite(event.grad_output)
-        if found is not None:
-            label = f"grad_output[{found[0]}]"
+        if index < outputs:
+            label = f"grad_output[{index}]"
         else:
-            found = self._first_nonfinite(event.grad_input)
-            if found is None:
-                return
-            label = f"grad_input[{found[0]}]"
+            label = f"grad_input[{index - outputs}]"
             role = self._role(event.module_name, "backward", event.step, True)
-        finding = Finding.of(event.module_name, "backward", label, role, found[1], event.step)
+        finding = Finding.of(event.module_name, "backward", label, role, tensor, event.step)
         self._note(finding)
 
     @hookimpl
@@ -304,20 +306,18 @@ class NanGuard:
         """The index of the first tensor in ``values`` with a NaN or Inf, and that tensor.
 
         Entries that are not tensors (None for a missing gradient, non-tensor arguments) are
-        skipped, and so is the tensor found finite last (see the module docstring), which
-        then becomes the last tensor before the one found, or the batch's last.
+        skipped, and so is the tensor found finite last (see the module docstring): the last
+        entry of the last batch found finite (unless that entry is None).
         """
         engine = _engine_in(values)
         if engine is None:
             return None
         index = engine.first_nonfinite(values, self._last_finite)
-        i = len(values) if index is None else index
-        while i > 0:
-            i -= 1
-            if engine.owns(values[i]):
-                self._last_finite = values[i]
-                break
-        return None if index is None else (index, (engine, values[index]))
+        if index is not None:
+            return index, (engine, values[index])
+        if values[-1] is not None:
+            self._last_finite = values[-1]
+        return None
 
     def _role(self, module_name: str, phase: Phase, step: int, inputs_finite: bool) -> Role:
         """Producer if the inputs were finite and no submodule produced it first in ``phase``."""
@@ -428,13 +428,21 @@ def _bad_parameters(named: Sequence[tuple[str, Any]], headline: Finding) -> tupl
     return tuple(sorted(bad, key=lambda name: not name.startswith(owner)))
 
 
+_ENGINES: dict[type, Engine] = {}
+"""The engine of each tensor type met (engine_of costs a few calls; this, a dict lookup)."""
+
+
 def _engine_in(values: Iterable[object]) -> Engine | None:
     """The engine of the first tensor among ``values`` (None if there is none)."""
     for value in values:
         if value is not None:
-            engine = engine_of(value)
-            if engine is not None:
-                return engine
+            engine = _ENGINES.get(type(value))
+            if engine is None:
+                engine = engine_of(value)
+                if engine is None:
+                    continue
+                _ENGINES[type(value)] = engine
+            return engine
     return None
 
 

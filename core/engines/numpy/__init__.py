@@ -53,7 +53,7 @@ class NumpyEngine:
         return _kernels.unscale_(tensors, inv_scale)
 
     def dtype_name(self, tensor: Any) -> str:
-        return tensor._data.dtype.name
+        return _kernels.dtype_name(tensor)
 
     def running_loss_scaler(self) -> str | None:
         return None  # hookgrad has no loss scaler of its own

@@ -21,6 +21,7 @@ from ..._tensor import Tensor
 __all__ = [
     "all_finite",
     "count_nonfinite",
+    "dtype_name",
     "first_nonfinite",
     "nonfinite_counts",
     "unscale_",
@@ -98,3 +99,15 @@ def unscale_(tensors: Sequence[Any], inv_scale: float) -> bool:
             found_inf = found_inf or not all_finite(array)
             np.multiply(array, factor, out=array)
     return found_inf
+
+
+_DTYPE_NAMES: dict[np.dtype[Any], str] = {}
+
+
+def dtype_name(tensor: Any) -> str:
+    """numpy's name of the tensor's dtype, looked up: ``dtype.name`` builds it each time."""
+    dtype = tensor._data.dtype
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = dtype.name
+    return name
