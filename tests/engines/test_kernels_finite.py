@@ -87,6 +87,18 @@ def test_huge_finite_values_are_finite_and_raise_no_warning() -> None:
             assert engine.first_nonfinite([make(a) for a in huge]) is None
 
 
+def test_overflowing_norms_are_confirmed_entry_by_entry() -> None:
+    """Tensors whose screen overflows (huge entries) are finite unless an entry is not: the
+    first truly non-finite one is named, past huge finite ones."""
+    huge = np.full(8, 3e38, dtype=np.float32)
+    huge_with_inf = huge.copy()
+    huge_with_inf[3] = np.inf
+    bad = np.array([np.nan], dtype=np.float64)
+    for engine, make in BOTH:
+        assert engine.first_nonfinite([make(huge), make(huge), make(bad)]) == 2
+        assert engine.first_nonfinite([make(huge), make(huge_with_inf), make(bad)]) == 1
+
+
 def test_non_tensors_integers_empty_batches_and_skip() -> None:
     """None, non-tensor values, integer/bool tensors and ``skip`` are passed over."""
     bad = np.array([1.0, np.nan], dtype=np.float32)
