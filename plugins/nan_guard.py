@@ -229,7 +229,7 @@ class NanGuard:
 
     @hookimpl
     def hookgrad_full_backward(self, event: FullBackwardEvent) -> None:
-        # One batch, grad_output first: its last entries are checked before grad_input's.
+        # grad_output, then grad_input, as one batch: one kernel call per module call.
         found = self._first_nonfinite((*event.grad_output, *event.grad_input))
         if found is None:
             return
