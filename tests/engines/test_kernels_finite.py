@@ -233,3 +233,38 @@ def test_only_torch_has_a_loss_scaler_and_only_inside_its_step() -> None:
         handle.remove()
     assert seen == ["torch.amp.GradScaler", None]
     assert NUMPY.running_loss_scaler() is None
+
+
+def test_torch_kernels_bring_results_to_the_host_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On one device each torch kernel makes one host transfer (tolist or item) for the whole
+    batch, however many tensors and dtypes; first_nonfinite a second one only to confirm a
+    flagged tensor."""
+    transfers: list[str] = []
+    for name in ("tolist", "item", "cpu", "numpy"):
+        real = getattr(torch.Tensor, name)
+        monkeypatch.setattr(
+            torch.Tensor,
+            name,
+            lambda self, *a, _real=real, _name=name, **k: (
+                transfers.append(_name) or _real(self, *a, **k)
+            ),
+        )
+
+    def batch() -> list[Any]:
+        return [torch.ones(3), None, torch.ones(2, dtype=torch.float64), torch.ones(4, 4)]
+
+    calls = {
+        "first_nonfinite": lambda: TORCH.first_nonfinite(batch()),
+        "nonfinite_counts": lambda: TORCH.nonfinite_counts(batch()),
+        "zero_nonfinite_": lambda: TORCH.zero_nonfinite_(batch()),
+        "unscale_": lambda: TORCH.unscale_(batch(), 0.5),
+    }
+    for name, call in calls.items():
+        transfers.clear()
+        call()
+        assert len(transfers) == 1, (name, transfers)
+    transfers.clear()
+    flagged = batch()
+    flagged[3][1, 1] = float("nan")
+    assert TORCH.first_nonfinite(flagged) == 3
+    assert len(transfers) == 2
