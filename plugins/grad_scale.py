@@ -15,7 +15,10 @@ factor on the gradients flowing into chosen modules.
 The arithmetic is that of torch's CPU kernels, so the scale sequence is torch's bit for bit: a
 float32 scale, its reciprocal rounded to float32, products computed in float64 and rounded to
 float32, growth that stops short of inf. Loss scaling must unscale every gradient it scaled,
-so dynamic mode refuses module selectors.
+so dynamic mode refuses module selectors. On torch models the tensor work runs through the
+engine's kernels (torch's own unscale kernel, on the gradients' devices), and a
+``torch.amp.GradScaler`` stepping the optimizer as well is refused
+(:class:`LossScalerConflictError`): the loss would be scaled twice.
 
 ``mode = "constant"`` multiplies the ``grad_output`` of every selected module call by
 ``factor`` (a full backward pre-hook), so the gradients of that module's parameters and of
@@ -26,28 +29,26 @@ would do it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeAlias
+from typing import Any, Final, Literal, Self, TypeAlias
 
 import numpy as np
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 import hookgrad
-from hookgrad.engines.numpy._kernels import all_finite
+from hookgrad.engines import engine_of
 from hookgrad.hookspecs import (
     BackwardBeginEvent,
     BackwardPreEvent,
     OptimizerStepPostEvent,
     OptimizerStepPreEvent,
+    PluginAbort,
     PluginConfig,
     Stage,
     hookimpl,
     stage,
 )
 
-if TYPE_CHECKING:
-    from hookgrad import Tensor
-
-__all__ = ["GradScale"]
+__all__ = ["GradScale", "LossScalerConflictError"]
 
 NAME: Final = "grad_scale"
 """The entry-point name, written as every record's ``plugin``."""
@@ -129,6 +130,27 @@ class _LossScaler:
             if np.isfinite(grown):
                 self.scale = grown
             self.growth_tracker = 0
+
+
+class LossScalerConflictError(RuntimeError, PluginAbort):
+    """grad_scale in dynamic mode runs while the engine's own loss scaler (torch's
+    ``torch.amp.GradScaler``) steps the optimizer: the loss would be scaled twice.
+
+    A :class:`~hookgrad.hookspecs.PluginAbort`: it propagates whatever the plugin's
+    ``on_error``, since going on would train on gradients still ``scale`` times too large.
+    """
+
+    def __init__(self, scaler: str, step: int) -> None:
+        super().__init__(
+            f"{NAME} (dynamic) and {scaler} both scale the loss; use one: drop the {scaler} "
+            f"calls, or disable {NAME} (or set mode = 'constant') (optimizer step {step})"
+        )
+        self.scaler = scaler
+        self.step = step
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle with the constructor's arguments (the default would pass the message)."""
+        return (type(self), (self.scaler, self.step))
 
 
 class GradScale:
@@ -247,16 +269,17 @@ class GradScale:
             self._emit("scale", runtime.step, {"mode": "constant", "factor": self.config.factor})
 
     @hookimpl
-    def hookgrad_backward_pre(self, event: BackwardPreEvent) -> tuple[Tensor | None, ...]:
+    def hookgrad_backward_pre(self, event: BackwardPreEvent) -> tuple[Any, ...]:
         factor = self.config.factor
         return tuple(None if g is None else g * factor for g in event.grad_output)
 
     @hookimpl
-    def hookgrad_backward_begin(self, event: BackwardBeginEvent) -> Tensor:
+    def hookgrad_backward_begin(self, event: BackwardBeginEvent) -> Any:
+        """The seed times the scale, on the loss's engine, device and dtype."""
         self._scaled = True
         scale = float(self._scaler.scale)
         if event.gradient is None:
-            return hookgrad.full_like(event.loss, scale)
+            return event.loss.new_full(event.loss.shape, scale)
         return event.gradient * scale
 
     @hookimpl(tryfirst=True)
@@ -267,7 +290,7 @@ class GradScale:
         # An underflowed scale has no finite unscale factor: torch would multiply by inf and
         # step with NaN gradients; the step is skipped instead, the scale updated as torch's.
         inv_scale = self._scaler.inv_scale()
-        self._found_inf = self._unscale(event.parameters, inv_scale if self._scaled else None)
+        self._found_inf = self._unscale(event, inv_scale if self._scaled else None)
         self._scaled = False
         if inv_scale is None:
             reason = "scale_underflow"
@@ -298,21 +321,21 @@ class GradScale:
             self._emit(kind, event.step, {"scale_from": before, "scale_to": after})
 
     # ------------------------------------------------------------------ helpers
-    def _unscale(
-        self, parameters: tuple[tuple[str, Tensor], ...], inv_scale: np.float32 | None
-    ) -> bool:
+    def _unscale(self, event: OptimizerStepPreEvent, inv_scale: np.float32 | None) -> bool:
         """Whether any gradient holds inf or NaN (checked before unscaling, as torch does);
         unless ``inv_scale`` is None, multiply every gradient by it in place."""
-        grads = [p.grad for _, p in parameters if p.grad is not None]
-        if any(g._data.dtype == np.float16 for g in grads):
+        engine = engine_of(event.parameters[0][1]) if event.parameters else None
+        if engine is None:
+            return False
+        scaler = engine.running_loss_scaler()
+        if scaler is not None:
+            raise LossScalerConflictError(scaler, event.step)
+        grads = [p.grad for _, p in event.parameters if p.grad is not None]
+        if any(engine.dtype_name(g) == "float16" for g in grads):
             raise ValueError("Attempting to unscale FP16 gradients.")
-        found_inf = False
-        with np.errstate(over="ignore"):  # all_finite's sums of squares may overflow
-            for g in grads:
-                found_inf = found_inf or not all_finite(g._data)
-                if inv_scale is not None:
-                    g.mul_(inv_scale)
-        return found_inf
+        if inv_scale is None:
+            return engine.first_nonfinite(grads) is not None
+        return engine.unscale_(grads, float(inv_scale))
 
     def _emit(self, kind: str, step: int, data: dict[str, JsonValue]) -> None:
         if self.runtime is None:

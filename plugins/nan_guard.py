@@ -1,11 +1,12 @@
 """``nan_guard``: name the module where NaN/Inf first appeared, then stop, warn or repair the step.
 
-Detection is one :func:`~hookgrad.plugins._grads.all_finite` per tensor; NaN and Inf are counted
-only for a tensor that is not finite, so the checks are cheap enough to leave on. The array
-found finite last is not checked again: in a chain of modules, the ``grad_input`` of one call
-is the very array the next one receives as ``grad_output``, which halves the backward checks.
-(A hook that writes NaN into that array in place between the two checks is caught one module
-later, or at the step.)
+Detection is one :meth:`~hookgrad.engines.Engine.first_nonfinite` per batch of tensors (the
+engine of the tensors at hand: a dot-product screen per numpy array, one fused norm screen on
+torch); NaN and Inf are counted only for a tensor that is not finite, so the checks are cheap
+enough to leave on. The tensor found finite last is not checked again: in a chain of modules,
+the ``grad_input`` of one call is the very array the next one receives as ``grad_output``,
+which halves the backward checks. (A hook that writes NaN into that array in place between the
+two checks is caught one module later, or at the step.)
 
 * backward (``check_backward``): after each module call's backward, ``grad_output`` and then
   ``grad_input``. A call whose ``grad_output`` is finite but whose ``grad_input`` is not made
@@ -35,12 +36,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Self, TypeAlias
 
-import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 import hookgrad
-from hookgrad import Tensor
-from hookgrad.engines.numpy._kernels import all_finite, nonfinite_counts
+from hookgrad.engines import Engine, engine_of
 from hookgrad.hookspecs import (
     BackwardBeginEvent,
     BackwardEndEvent,
@@ -64,6 +63,8 @@ _NAMES_SHOWN: Final = 3
 Action: TypeAlias = Literal["raise", "warn", "zero", "skip_step"]
 Phase: TypeAlias = Literal["forward", "backward", "step"]
 Role: TypeAlias = Literal["producer", "propagator"]
+Found: TypeAlias = tuple[Engine, Any]
+"""A non-finite tensor and its engine."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +86,12 @@ class Finding:
 
     @classmethod
     def of(
-        cls, module_name: str, phase: Phase, tensor: str, role: Role, array: np.ndarray, step: int
+        cls, module_name: str, phase: Phase, label: str, role: Role, found: Found, step: int
     ) -> Finding:
-        """The finding for the non-finite ``array`` (its NaN and Inf are counted here)."""
-        nan, inf = nonfinite_counts(array)
-        return cls(module_name, phase, tensor, role, nan, inf, int(array.size), step)
+        """The finding for the non-finite tensor ``found`` (its NaN and Inf are counted here)."""
+        engine, tensor = found
+        ((nan, inf),) = engine.nonfinite_counts((tensor,))
+        return cls(module_name, phase, label, role, nan, inf, int(tensor.numel()), step)
 
     def record(self) -> dict[str, Any]:
         """The ``kind="nonfinite"`` PluginRecord of this finding."""
@@ -191,7 +193,7 @@ class NanGuard:
         self._findings: list[Finding] = []
         self._step = -1  # the step _findings and _recorded belong to
         self._recorded = 0
-        self._last_finite: np.ndarray | None = None  # the array found finite last
+        self._last_finite: object = None  # the tensor found finite last
         # An implementation that exists costs every module call its hook machinery, even if it
         # returns at once: switched-off checks are not implemented at all (see the specs).
         if not config.check_forward:
@@ -210,17 +212,16 @@ class NanGuard:
     @hookimpl
     def hookgrad_forward(self, event: ForwardEvent) -> None:
         output = event.output
-        single = isinstance(output, Tensor)
+        single = engine_of(output) is not None
         outputs = (output,) if single else output if isinstance(output, tuple | list) else ()
-        with np.errstate(over="ignore"):  # see all_finite
-            found = self._first_nonfinite(outputs)
-            if found is None:
-                return
-            inputs_finite = self._first_nonfinite((*event.args, *event.kwargs.values())) is None
-        index, array = found
+        found = self._first_nonfinite(outputs)
+        if found is None:
+            return
+        inputs_finite = self._first_nonfinite((*event.args, *event.kwargs.values())) is None
+        index, tensor = found
         role = self._role(event.module_name, "forward", event.step, inputs_finite)
         label = "output" if single else f"output[{index}]"
-        finding = Finding.of(event.module_name, "forward", label, role, array, event.step)
+        finding = Finding.of(event.module_name, "forward", label, role, tensor, event.step)
         self._note(finding)
         if self.config.action == "raise":
             self._start(event.step)  # dealt with: a caught error leaves no stale finding
@@ -228,18 +229,19 @@ class NanGuard:
 
     @hookimpl
     def hookgrad_full_backward(self, event: FullBackwardEvent) -> None:
+        # grad_output, then grad_input, as one batch: one kernel call per module call.
+        found = self._first_nonfinite((*event.grad_output, *event.grad_input))
+        if found is None:
+            return
+        index, tensor = found
+        outputs = len(event.grad_output)
         role: Role = "propagator"
-        # Backward runs with numpy's floating-point warnings off, as all_finite needs.
-        found = self._first_nonfinite(event.grad_output)
-        if found is not None:
-            label = f"grad_output[{found[0]}]"
+        if index < outputs:
+            label = f"grad_output[{index}]"
         else:
-            found = self._first_nonfinite(event.grad_input)
-            if found is None:
-                return
-            label = f"grad_input[{found[0]}]"
+            label = f"grad_input[{index - outputs}]"
             role = self._role(event.module_name, "backward", event.step, True)
-        finding = Finding.of(event.module_name, "backward", label, role, found[1], event.step)
+        finding = Finding.of(event.module_name, "backward", label, role, tensor, event.step)
         self._note(finding)
 
     @hookimpl
@@ -300,20 +302,21 @@ class NanGuard:
             self._recorded += 1
             self._emit(finding.record())
 
-    def _first_nonfinite(self, values: Iterable[object]) -> tuple[int, np.ndarray] | None:
-        """The index and array of the first tensor in ``values`` with a NaN or Inf, if any.
+    def _first_nonfinite(self, values: Sequence[object]) -> tuple[int, Found] | None:
+        """The index of the first tensor in ``values`` with a NaN or Inf, and that tensor.
 
         Entries that are not tensors (None for a missing gradient, non-tensor arguments) are
-        skipped, and so is the array found finite last (see the module docstring).
+        skipped, and so is the tensor found finite last (see the module docstring): the last
+        entry of the last batch found finite (unless that entry is None).
         """
-        for i, value in enumerate(values):
-            if isinstance(value, Tensor):
-                array = value._data
-                if array is self._last_finite:
-                    continue
-                if not all_finite(array):
-                    return i, array
-                self._last_finite = array
+        engine = _engine_in(values)
+        if engine is None:
+            return None
+        index = engine.first_nonfinite(values, self._last_finite)
+        if index is not None:
+            return index, (engine, values[index])
+        if values[-1] is not None:
+            self._last_finite = values[-1]
         return None
 
     def _role(self, module_name: str, phase: Phase, step: int, inputs_finite: bool) -> Role:
@@ -334,17 +337,16 @@ class NanGuard:
         """The owner of the first non-finite selected gradient (if ``check_parameters``)."""
         if not self.config.check_parameters:
             return []
-        with np.errstate(over="ignore"):  # see all_finite
-            for name, p in event.parameters:
-                grad = p.grad
-                if grad is not None and not all_finite(grad._data):
-                    owner, _, local = name.rpartition(".")
-                    finding = Finding.of(
-                        owner, "step", f"{local}.grad", "producer", grad._data, event.step
-                    )
-                    self._note(finding)
-                    return [finding]
-        return []
+        grads = [p.grad for _, p in event.parameters]
+        engine = _engine_in(grads)
+        index = None if engine is None else engine.first_nonfinite(grads)
+        if engine is None or index is None:
+            return []
+        owner, _, local = event.parameters[index][0].rpartition(".")
+        found = (engine, grads[index])
+        finding = Finding.of(owner, "step", f"{local}.grad", "producer", found, event.step)
+        self._note(finding)
+        return [finding]
 
     def _may_be_vetoed_first(self) -> bool:
         """Whether an enabled step implementation runs before the guard's and may veto the
@@ -361,7 +363,7 @@ class NanGuard:
                 return True
         return False
 
-    def _named_parameters(self) -> list[tuple[str, Tensor]]:
+    def _named_parameters(self) -> list[tuple[str, Any]]:
         """The selected parameters of the models the runtime saw called (its naming roots),
         by qualified name: what a backward without an optimizer event can name."""
         if self.runtime is None:
@@ -387,14 +389,9 @@ class NanGuard:
 
     def _zero(self, event: OptimizerStepPreEvent) -> None:
         """Set the non-finite entries of the selected gradients to 0, in place."""
-        count = 0
-        for _, p in event.parameters:
-            grad = p.grad
-            if grad is not None:
-                bad = ~np.isfinite(grad._data)
-                if bad.any():
-                    count += int(np.count_nonzero(bad))
-                    grad.masked_fill_(hookgrad.from_numpy(bad), 0.0)  # bumps the version counter
+        grads = [p.grad for _, p in event.parameters]
+        engine = _engine_in(grads)
+        count = 0 if engine is None else engine.zero_nonfinite_(grads)
         self._emit(_record("zeroed", event.step, None, {"count": count}))
 
     def _skip(self, event: OptimizerStepPreEvent, headline: Finding) -> Literal[False]:
@@ -420,13 +417,33 @@ def _headline(findings: Sequence[Finding]) -> tuple[Finding, tuple[str, ...]]:
     return headline, tuple(dict.fromkeys(propagators))
 
 
-def _bad_parameters(named: Iterable[tuple[str, Tensor]], headline: Finding) -> tuple[str, ...]:
+def _bad_parameters(named: Sequence[tuple[str, Any]], headline: Finding) -> tuple[str, ...]:
     """The names of the parameters whose ``.grad`` is non-finite, the headline module's first
-    (only on the way to an error: one check per parameter)."""
+    (only on the way to an error: every gradient counted)."""
     owner = f"{headline.module_name}." if headline.module_name else ""
-    with np.errstate(over="ignore"):  # see all_finite
-        bad = [n for n, p in named if p.grad is not None and not all_finite(p.grad._data)]
+    grads = [p.grad for _, p in named]
+    engine = _engine_in(grads)
+    counts = [] if engine is None else engine.nonfinite_counts(grads)
+    bad = [name for (name, _), (nan, inf) in zip(named, counts) if nan or inf]
     return tuple(sorted(bad, key=lambda name: not name.startswith(owner)))
+
+
+_ENGINES: dict[type, Engine] = {}
+"""The engine of each tensor type met (engine_of costs a few calls; this, a dict lookup)."""
+
+
+def _engine_in(values: Iterable[object]) -> Engine | None:
+    """The engine of the first tensor among ``values`` (None if there is none)."""
+    for value in values:
+        if value is not None:
+            engine = _ENGINES.get(type(value))
+            if engine is None:
+                engine = engine_of(value)
+                if engine is None:
+                    continue
+                _ENGINES[type(value)] = engine
+            return engine
+    return None
 
 
 def _listed(names: Sequence[str]) -> str:

@@ -295,6 +295,55 @@ class Engine(Protocol):
         """
         ...
 
+    # ---------------------------------------------------- finiteness and loss scaling
+    # (nan_guard, grad_scale)
+    def first_nonfinite(self, values: Sequence[Any], skip: Any = None) -> int | None:
+        """The index of the first entry of ``values`` holding a NaN or an Inf, or None.
+
+        Entries that are not tensors of this engine (None for a missing gradient, a module's
+        non-tensor arguments) are skipped, and so are integer and bool tensors (always finite)
+        and ``skip``, a tensor the caller already found finite (numpy: any tensor sharing its
+        array; torch: that very tensor). Huge finite values (whose squares overflow) are
+        finite. numpy: a dot-product screen per array, stopping at the first non-finite one;
+        torch: one fused L2-norm screen per device and dtype and one host sync, a second only
+        when the screen flags a tensor (a true NaN/Inf, or a norm that overflowed).
+        """
+        ...
+
+    def nonfinite_counts(self, tensors: Sequence[Any]) -> list[tuple[int, int]]:
+        """``(nan, inf)`` per tensor: how many entries are NaN and how many +-Inf ((0, 0) for
+        None, integer and bool tensors). torch: one host sync per device."""
+        ...
+
+    def zero_nonfinite_(self, tensors: Sequence[Any]) -> int:
+        """Set every NaN and +-Inf entry of ``tensors`` to 0 in place with ``masked_fill_``
+        (which bumps the version counter), on the tensors holding such entries only; how
+        many entries were set. None entries are skipped. torch: the per-tensor counts come
+        to the host in one sync per device, then only the tensors that need it are written.
+        """
+        ...
+
+    def unscale_(self, tensors: Sequence[Any], inv_scale: float) -> bool:
+        """Whether any tensor holds NaN or Inf (checked before scaling), after multiplying
+        every tensor in place by ``inv_scale`` rounded to float32, as
+        ``torch._amp_foreach_non_finite_check_and_unscale_`` does (``GradScaler.unscale_``):
+        products in the tensor's precision (float32 at least), equal to torch's CPU kernel
+        bit for bit, and no version counter bumped (torch's kernel bumps none). None entries
+        are skipped. torch: one fused kernel per device and dtype, one host sync per device.
+        """
+        ...
+
+    def dtype_name(self, tensor: Any) -> str:
+        """The name of ``tensor``'s dtype without engine prefix: ``"float16"``, ``"float32"``,
+        ... (what :class:`~hookgrad.hookspecs.TensorSummary` calls it). No sync."""
+        ...
+
+    def running_loss_scaler(self) -> str | None:
+        """The name of the engine's own loss scaler whose step is calling the optimizer step
+        under way (torch: ``"torch.amp.GradScaler"`` inside ``GradScaler.step``), else None;
+        call it from an optimizer step gate. numpy: always None."""
+        ...
+
 
 class Clamped(NamedTuple):
     """What :meth:`Engine.clamp` did: the clamped tensors (None: nothing was outside the

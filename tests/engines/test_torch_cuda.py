@@ -85,3 +85,31 @@ def test_loop_points_and_module_events_on_a_device(device: str) -> None:
     assert len(ends) == 1 and torch.equal(ends[0], model[0].weight.grad)
     assert torch.equal(model[0].weight, before)
     assert events == ["pre root", "full root", "pre 1", "full 1", "pre 0", "full 0"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_finiteness_and_unscale_kernels_on_a_device_equal_the_cpu_ones(device: str) -> None:
+    """first_nonfinite, nonfinite_counts, zero_nonfinite_ and unscale_ on device tensors
+    (mixed with CPU ones, float16 and float64 among them) give the CPU results."""
+    engine = engine_named("torch")
+    nan, inf = float("nan"), float("inf")
+
+    def batch() -> list[Any]:
+        return [
+            torch.full((4, 4), 1e30),
+            torch.tensor([1.0, 2.0], dtype=torch.float64),
+            torch.tensor([0.5, inf, nan], dtype=torch.float16),
+            torch.tensor([[nan, -inf], [3.0, 4.0]]).t(),
+        ]
+
+    cpu = batch()
+    mixed = [t if i == 1 else t.to(device) for i, t in enumerate(batch())]
+    assert engine.first_nonfinite(mixed) == engine.first_nonfinite(cpu) == 2
+    assert engine.first_nonfinite(mixed[:2]) is None
+    assert engine.nonfinite_counts(mixed) == engine.nonfinite_counts(cpu)
+    assert engine.zero_nonfinite_(mixed) == engine.zero_nonfinite_(cpu) == 4
+    cpu, mixed = cpu[:2], mixed[:2]  # float32 and float64: what GradScaler unscales
+    mixed[0][0, 0] = cpu[0][0, 0] = inf
+    assert engine.unscale_(mixed, 0.25) is engine.unscale_(cpu, 0.25) is True
+    for mine, theirs in zip(mixed, cpu):
+        assert torch.equal(mine.cpu(), theirs)

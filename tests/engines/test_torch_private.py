@@ -91,3 +91,26 @@ def test_a_callback_queued_in_a_backward_runs_when_it_ends() -> None:
     y.register_hook(lambda g: _private.at_backward_end(lambda: seen.append(x.grad.clone())))
     y.sum().backward()
     assert len(seen) == 1 and torch.equal(seen[0], torch.full((2,), 3.0))
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["via_maybe_opt_step", "amp_aware"])
+def test_grad_scaler_step_calls_optimizer_step_from_its_own_frame(fused: bool) -> None:
+    """grad_scaler_stepping is True in a step pre-hook when GradScaler.step made the step
+    (through _maybe_opt_step, or directly for a fused optimizer that unscales itself), and
+    False for the same optimizer stepped by hand."""
+    param = torch.nn.Parameter(torch.ones(2))
+    optimizer = torch.optim.Adam([param], lr=0.1, fused=fused)
+    seen: list[bool] = []
+    handle = optimizer.register_step_pre_hook(
+        lambda *_: seen.append(_private.grad_scaler_stepping())
+    )
+    scaler = torch.amp.GradScaler("cpu")
+    try:
+        scaler.scale((param * 2).sum()).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.step()
+    finally:
+        handle.remove()
+    assert seen == [True, False]
+    assert not _private.grad_scaler_stepping()

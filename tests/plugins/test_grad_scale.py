@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
@@ -13,6 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 import hookgrad
+from hookgrad.engines import engine_named
 from hookgrad.hookspecs import (
     BackwardBeginEvent,
     BackwardPreEvent,
@@ -21,8 +24,8 @@ from hookgrad.hookspecs import (
     hookimpl,
     stage,
 )
-from hookgrad.plugins.grad_scale import GradScale, _LossScaler
-from hookgrad.testing import capture_events
+from hookgrad.plugins.grad_scale import GradScale, LossScalerConflictError, _LossScaler
+from hookgrad.testing import EventCapture, capture_events
 
 F32_MAX = float(np.finfo(np.float32).max)
 HUGE = 2.0**127  # finite, but times any scale >= 2 the gradient overflows float32
@@ -630,3 +633,119 @@ def test_constant_mode_raises_no_engine_warning() -> None:
         warnings.simplefilter("error")
         model(hookgrad.tensor(_inputs())).sum().backward()
     assert model[0].weight.grad is not None
+
+
+# ---------------------------------------------------------------------- on torch models
+@contextlib.contextmanager
+def _on_torch(*plugins: object | tuple[str, object]) -> Iterator[EventCapture]:
+    """capture_events with the training-loop points installed on torch's engine only."""
+    with capture_events(*plugins) as capture:
+        loop = capture.runtime._loop
+        loop.detach()
+        loop.engines = (engine_named("torch"),)
+        loop.attach()
+        yield capture
+
+
+def _train_torch_under(
+    model: Any, plugin: GradScale, multipliers: Sequence[np.ndarray]
+) -> tuple[list[float], list[dict[str, Any]]]:
+    """_train_hookgrad's loop on a torch model, the runtime on torch's engine."""
+    torch = pytest.importorskip("torch")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = torch.tensor(_inputs())
+    scales = []
+    with _on_torch(("grad_scale", plugin)) as capture:
+        for m in multipliers:
+            optimizer.zero_grad()
+            (model(x) * torch.tensor(m)).sum().backward()
+            optimizer.step()
+            scales.append(plugin.scale)
+    return scales, capture.of_plugin("grad_scale")
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # numpy, on "huge"
+@pytest.mark.parametrize("overflow", ["inf", "huge"])
+def test_on_torch_the_run_equals_grad_scaler_and_the_hookgrad_run(overflow: str) -> None:
+    """A plain torch loop under grad_scale: the scale after each step, the state_dict and the
+    parameters equal torch.amp.GradScaler's bit for bit, the records those of the same run on
+    hookgrad's engine."""
+    torch = pytest.importorskip("torch")
+    reference, model = _twins()
+    twin = copy.deepcopy(reference)
+    settings = {"init_scale": 16.0, "growth_interval": 2}
+    scaler = torch.amp.GradScaler("cpu", **settings)
+    multipliers = _multipliers(overflow)
+    expected = _train_torch(reference, scaler, multipliers)
+    plugin = _dynamic(**settings)
+    got, records = _train_torch_under(twin, plugin, multipliers)
+    assert got == expected == [16, 32, 16, 8, 8, 16, 16, 8, 8, 16, 16, 32]
+    assert plugin.state_dict() == scaler.state_dict()
+    for p, q in zip(reference.parameters(), twin.parameters()):
+        np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy())
+    assert records == _train_hookgrad(model, _dynamic(**settings), multipliers)[1]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_on_torch_the_seed_is_a_torch_tensor_like_the_loss(dtype: str) -> None:
+    """The implicit seed is a torch tensor of the loss's shape, dtype and device filled with
+    the scale; an explicit seed is multiplied by it."""
+    torch = pytest.importorskip("torch")
+    plugin = _dynamic(init_scale=1024.0)
+    loss = torch.tensor(2.5, dtype=getattr(torch, dtype), requires_grad=True) * 2
+    seed = plugin.hookgrad_backward_begin(BackwardBeginEvent(step=0, loss=loss, gradient=None))
+    assert isinstance(seed, torch.Tensor)
+    assert (seed.shape, seed.dtype, seed.device) == (loss.shape, loss.dtype, loss.device)
+    assert seed.item() == 1024.0
+    given = torch.tensor([0.5, -1.0])
+    event = BackwardBeginEvent(step=0, loss=torch.ones(2, requires_grad=True), gradient=given)
+    assert plugin.hookgrad_backward_begin(event).tolist() == [512.0, -1024.0]
+
+
+def test_on_torch_fp16_gradients_raise_as_grad_scaler_does() -> None:
+    """Unscaling float16 torch gradients raises GradScaler's ValueError, dividing nothing."""
+    torch = pytest.importorskip("torch")
+    w = torch.nn.Parameter(torch.ones(2, dtype=torch.float16))
+    w.grad = torch.full((2,), 1024.0, dtype=torch.float16)
+    plugin = _dynamic(init_scale=1024.0)
+    plugin._scaled = True  # as after a backward_begin
+    event = OptimizerStepPreEvent(
+        step=0, phase="optimizer_step_pre", optimizer_type="SGD", parameters=(("w", w),)
+    )
+    with pytest.raises(ValueError, match=r"Attempting to unscale FP16 gradients\."):
+        plugin.hookgrad_optimizer_step_pre(event)
+    assert w.grad.tolist() == [1024.0, 1024.0]
+
+
+@pytest.mark.parametrize("on_error", ["raise", "warn"])
+def test_grad_scaler_and_dynamic_grad_scale_together_are_refused(on_error: str) -> None:
+    """GradScaler.step on a torch model under dynamic grad_scale raises
+    LossScalerConflictError naming both, at the first step, whatever on_error: the
+    parameters are left as they were."""
+    torch = pytest.importorskip("torch")
+    model, _ = _twins()
+    before = [p.detach().clone() for p in model.parameters()]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    plugin = GradScale(GradScale.Config(on_error=on_error))  # type: ignore[arg-type]
+    with _on_torch(("grad_scale", plugin)):
+        scaler.scale(model(torch.tensor(_inputs())).sum()).backward()
+        message = r"grad_scale \(dynamic\) and torch.amp.GradScaler both scale the loss; use one"
+        with pytest.raises(LossScalerConflictError, match=message) as raised:
+            scaler.step(optimizer)
+    assert isinstance(raised.value, RuntimeError) and raised.value.step == 0
+    for p, q in zip(before, model.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_grad_scaler_with_constant_grad_scale_is_fine() -> None:
+    """Constant mode scales no loss: GradScaler runs under it as without it."""
+    torch = pytest.importorskip("torch")
+    model, _ = _twins()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=8.0)
+    with _on_torch(("grad_scale", _constant(1.0))):
+        scaler.scale(model(torch.tensor(_inputs())).sum()).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    assert scaler.get_scale() == 8.0

@@ -602,6 +602,26 @@ def test_finite_training_records_nothing_and_changes_nothing() -> None:
         np.testing.assert_array_equal(runs[1][name], value)
 
 
+def test_an_array_found_finite_is_not_checked_again_as_the_next_grad_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Backward through Sequential(Linear, Tanh, Linear): each gradient flowing between two
+    layers is screened once, not as the grad_input of one and again as the grad_output of the
+    next (the root's call, spanning them all, screens its own two)."""
+    from hookgrad.engines.numpy import _kernels
+
+    screened: list[np.ndarray] = []
+    real = _kernels.all_finite
+    monkeypatch.setattr(_kernels, "all_finite", lambda a: screened.append(a) or real(a))
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    x = hookgrad.randn(5, 3, requires_grad=True)
+    with capture_events(guard(check_parameters=False)) as capture:
+        model(x).sum().backward()
+    assert capture.records == []
+    # 2: out, g2; 1: g1 (g2 skipped); 0: g0 (g1 skipped); root: its own two (8 unskipped)
+    assert len(screened) == 6
+
+
 def test_activated_by_entry_point_name_from_config(
     model: nn.Sequential, optimizer: hookgrad.optim.SGD
 ) -> None:

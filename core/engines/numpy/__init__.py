@@ -21,7 +21,7 @@ from .._protocol import (
     StepGate,
     StepPost,
 )
-from . import _grad_stats
+from . import _grad_stats, _kernels
 from ._kernels import agc_clip_, clamp, clip_with_norm_, total_norms
 
 __all__ = ["NumpyEngine"]
@@ -121,6 +121,26 @@ class NumpyEngine:
         arrays = [a._data for a, ok in zip(after, both) if ok]
         norms = _grad_stats.diff_norms(arrays, [b for b, ok in zip(before, both) if ok])
         return norms if len(arrays) == len(both) else _spread(norms, both)  # type: ignore[return-value]
+
+    # ---------------------------------------------------- finiteness and loss scaling
+    # (nan_guard, grad_scale)
+    def first_nonfinite(self, values: Sequence[Any], skip: Any = None) -> int | None:
+        return _kernels.first_nonfinite(values, skip)
+
+    def nonfinite_counts(self, tensors: Sequence[Any]) -> list[tuple[int, int]]:
+        return _kernels.count_nonfinite(tensors)
+
+    def zero_nonfinite_(self, tensors: Sequence[Any]) -> int:
+        return _kernels.zero_nonfinite_(tensors)
+
+    def unscale_(self, tensors: Sequence[Any], inv_scale: float) -> bool:
+        return _kernels.unscale_(tensors, inv_scale)
+
+    def dtype_name(self, tensor: Any) -> str:
+        return _kernels.dtype_name(tensor)
+
+    def running_loss_scaler(self) -> str | None:
+        return None  # hookgrad has no loss scaler of its own
 
     def __repr__(self) -> str:
         return "NumpyEngine()"

@@ -23,7 +23,7 @@ from .._protocol import (
     StepGate,
     StepPost,
 )
-from . import _kernels
+from . import _kernels, _private
 from ._agreement import agree_on_step
 from ._backward import observe_backward
 from ._kernels import agc_clip_, clamp, clip_with_norm_, summaries, total_norms
@@ -108,6 +108,26 @@ class TorchEngine:
         self, after: Sequence[Any], before: Sequence[Any]
     ) -> list[tuple[float, float] | None]:
         return _kernels.diff_norms(after, before)
+
+    # ---------------------------------------------------- finiteness and loss scaling
+    # (nan_guard, grad_scale)
+    def first_nonfinite(self, values: Sequence[Any], skip: Any = None) -> int | None:
+        return _kernels.first_nonfinite(values, skip)
+
+    def nonfinite_counts(self, tensors: Sequence[Any]) -> list[tuple[int, int]]:
+        return _kernels.nonfinite_counts(tensors)
+
+    def zero_nonfinite_(self, tensors: Sequence[Any]) -> int:
+        return _kernels.zero_nonfinite_(tensors)
+
+    def unscale_(self, tensors: Sequence[Any], inv_scale: float) -> bool:
+        return _kernels.unscale_(tensors, inv_scale)
+
+    def dtype_name(self, tensor: Any) -> str:
+        return _kernels.dtype_name(tensor)
+
+    def running_loss_scaler(self) -> str | None:
+        return "torch.amp.GradScaler" if _private.grad_scaler_stepping() else None
 
     def __repr__(self) -> str:
         return f"TorchEngine(torch {torch.__version__})"

@@ -8,17 +8,21 @@ fails there, loudly, before it can make the runtime silently wrong.
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import torch
 import torch.autograd
+from torch.amp import GradScaler
 from torch.optim import optimizer as _optimizer
 
 __all__ = [
     "at_backward_end",
     "autograd_backward",
+    "grad_scaler_stepping",
     "graph_task_id",
     "move_to_front",
     "set_autograd_backward",
@@ -83,3 +87,21 @@ def step_stand_in(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
     stand_in.param_groups = [{**group, "params": []} for group in optimizer.param_groups]
     stand_in.state = defaultdict(dict)
     return stand_in
+
+
+# ---------------------------------------------------- loss scaling (grad_scale)
+def grad_scaler_stepping() -> bool:
+    """Whether a ``torch.amp.GradScaler`` (or a subclass) is running ``step`` further up the
+    call stack: call it from inside an optimizer step.
+
+    torch has no record of who called ``optimizer.step``; ``GradScaler.step`` calls it from its
+    own frame, directly (an optimizer with ``_step_supports_amp_scaling``) or through
+    ``_maybe_opt_step``, so the frame of a function named ``step`` whose ``self`` is a
+    GradScaler is on the stack of every step it makes (and of none it does not make).
+    """
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "step" and isinstance(frame.f_locals.get("self"), GradScaler):
+            return True
+        frame = frame.f_back
+    return False
