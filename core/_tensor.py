@@ -754,7 +754,7 @@ class Tensor:
         return _inplace.masked_fill_(self, mask, value)
 
     def relu_(self) -> Tensor:
-        return _inplace.clamp_(self, 0, None)
+        return _inplace.relu_(self)
 
     # ------------------------------------------------------------------ factories
     def new_zeros(

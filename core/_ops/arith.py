@@ -194,7 +194,11 @@ class PowBackward1(_BinaryBackward):
 
 
 class _MinMaxBackward(_BinaryBackward):
-    """maximum/minimum: the gradient goes to the winner, split evenly on ties (as torch)."""
+    """maximum/minimum: the gradient goes to the winner, split evenly on ties (as torch).
+
+    Selected with ``where``, not multiplied by a mask, so the loser gets an exact 0 even
+    where the gradient is NaN or Inf, and a NaN operand (never a loser) gets all of it.
+    """
 
     __slots__ = ("a", "b")
 
@@ -206,12 +210,11 @@ class _MinMaxBackward(_BinaryBackward):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
         a, b = self.a, self.b
-        first = type(self)._pick(a, b)
-        tie = (a == b).astype(g.dtype)
-        share_a = first.astype(g.dtype) * (1 - tie) + 0.5 * tie
+        pick, zero = type(self)._pick, g.dtype.type(0)
+        shared = np.where(a == b, g * g.dtype.type(0.5), g)
         return (
-            sum_to(g * share_a, self._sa) if ea is not None else None,
-            sum_to(g * (1 - share_a), self._sb) if eb is not None else None,
+            sum_to(np.where(pick(b, a), zero, shared), self._sa) if ea is not None else None,
+            sum_to(np.where(pick(a, b), zero, shared), self._sb) if eb is not None else None,
         )
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "masked_fill_",
     "mul_",
     "pin_saved_output",
+    "relu_",
     "sub_",
 ]
 
@@ -180,6 +181,16 @@ def clamp_(x: Tensor, min: Any = None, max: Any = None) -> Tensor:
     from .unary import clamp
 
     return apply_inplace(x, lambda s: clamp(s, min, max), None)
+
+
+def relu_(x: Tensor) -> Tensor:
+    """ReLU in place, with relu's backward (no gradient at 0), which ``clamp_(x, 0)``'s is not."""
+    if _fast(x, None):
+        np.maximum(x._data, 0, out=x._data)
+        return bump(x)
+    from .unary import relu
+
+    return apply_inplace(x, relu, None)
 
 
 def fill_(x: Tensor, value: Any) -> Tensor:

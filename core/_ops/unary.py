@@ -110,7 +110,8 @@ class ReluBackward0(_SavesOutput):
     __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return (g * (self.out > 0),)
+        # where, not a product: a NaN or Inf gradient is dropped where the unit is off (torch)
+        return (np.where(self.out > 0, g, g.dtype.type(0)),)
 
 
 class LeakyReluBackward0(_SavesInput):
@@ -158,7 +159,7 @@ class ClampBackward1(_SavesInput):
     _lo: float | None
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return (g * _inside(self.x, self._lo, self._hi),)
+        return (np.where(_inside(self.x, self._lo, self._hi), g, g.dtype.type(0)),)
 
 
 class ClampBackward0(Node):

@@ -493,3 +493,28 @@ def test_dim_reductions_match_torch(shape: tuple[int, ...], data: st.DataObject,
     }
     assume(not (op in ("var", "std") and dim is None and int(np.prod(shape)) < 2))
     assert_same(fns[op], x)
+
+
+# ---------------------------------------------------------------------------- masked gradients
+MASKING = {
+    "relu": lambda L, t: L.relu(t),
+    "relu_inplace": lambda L, t: L.nn.functional.relu(t * 1, inplace=True),
+    "clamp": lambda L, t: t.clamp(-1, 1),
+    "maximum": lambda L, t: L.maximum(t, L.zeros(6)),
+    "minimum": lambda L, t: L.minimum(L.zeros(6), t),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASKING))
+def test_masked_gradients_drop_nan_and_inf_as_torch(name: str) -> None:
+    """An op that blocks the gradient where a unit is off gives an exact 0 there even for a NaN
+    or Inf gradient (torch selects, it does not multiply by a mask); 0 is an off ReLU unit."""
+    x = np.array([-2.0, -0.5, 0.0, 0.5, 2.0, 3.0], np.float32)
+    seed = np.array([np.nan, np.inf, np.nan, -np.inf, np.nan, 1.0], np.float32)
+    grads = []
+    for lib in (hookgrad, torch):
+        t = lib.from_numpy(x.copy()).requires_grad_()
+        MASKING[name](lib, t).backward(lib.from_numpy(seed.copy()))
+        grads.append(t.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    assert np.isnan(grads[1]).any() and (grads[1] == 0).any()  # the case is a real one
