@@ -99,11 +99,19 @@ def build_model(lib: ModuleType, workload: Workload, problem: Problem) -> Any:
     return nn.Sequential(*layers)
 
 
-def framework_trainer(lib: ModuleType, model: Any, workload: Workload, problem: Problem) -> Trainer:
+def framework_trainer(
+    lib: ModuleType,
+    model: Any,
+    workload: Workload,
+    problem: Problem,
+    *,
+    before_step: Callable[[], bool] | None = None,
+) -> Trainer:
     """SGD steps of ``model`` on the problem's batch; ``lib`` is ``torch`` or ``hookgrad``.
 
     The step is written once against torch's API: that both engines run this very code is the
-    point of hookgrad (``import hookgrad as torch``).
+    point of hookgrad (``import hookgrad as torch``). ``before_step``, when given, runs between
+    backward and the optimizer step (hand-written gradient work); False skips the step.
     """
     loss_fn = lib.nn.MSELoss()
     optimizer = lib.optim.SGD(model.parameters(), lr=workload.lr)
@@ -112,7 +120,8 @@ def framework_trainer(lib: ModuleType, model: Any, workload: Workload, problem: 
     def step() -> None:
         optimizer.zero_grad()
         loss_fn(model(x), y).backward()
-        optimizer.step()
+        if before_step is None or before_step():
+            optimizer.step()
 
     def parameters() -> list[np.ndarray]:
         return [p.detach().numpy().copy() for p in model.parameters()]
