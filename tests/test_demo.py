@@ -511,3 +511,35 @@ def test_demo_trains_the_same_run_on_torch(model: str) -> None:
         losses[engine] = [r.loss for r in run(task, 8, 4, inject_nan=injection)]
     assert math.isnan(losses["torch"][4]) and math.isnan(losses["hookgrad"][4])
     assert losses["torch"] == pytest.approx(losses["hookgrad"], rel=1e-5, nan_ok=True)
+
+
+def test_demo_on_torch_writes_the_records_of_the_hookgrad_run(mlp_run: Run, tmp_path: Path) -> None:
+    """``--engine torch``: the same data, weights and config give the same records (plugin,
+    kind, step, module) and the same verdict on the injected NaN as the hookgrad run."""
+    pytest.importorskip("torch")
+    args = ("--steps", "30", "--log-every", "10", "--inject-nan", "20:2", "--engine", "torch")
+    torch_run = _demo(tmp_path, *args)
+
+    def keys(run: Run) -> list[tuple[Any, ...]]:
+        return [
+            (r["plugin"], r["kind"], r["step"], r["module_name"])
+            for r in run.records
+            if "plugin" in r
+        ]
+
+    assert keys(torch_run) == keys(mlp_run)
+    assert (
+        "nan_guard: step 20: non-finite grad_input[0] produced by module '2' (backward); "
+        "step skipped by grad_scale (overflow)"
+    ) in torch_run.result.output.splitlines()
+
+
+def test_demo_engine_torch_without_torch_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--engine torch`` where torch cannot be imported fails with the install command."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    monkeypatch.setattr("hookgrad.engines._BUILT", {})
+    result = _invoke(["demo", "--engine", "torch", "--steps", "2"], tmp_path)
+    assert result.exit_code == 1
+    assert "--engine torch" in result.output and "pip install 'hookgrad[torch]'" in result.output

@@ -103,7 +103,11 @@ def _build(name: str) -> Engine:
 
         return NumpyEngine()
     if name == "torch":
-        from .torch import TorchEngine
-
+        try:
+            from .torch import TorchEngine
+        except ImportError as error:
+            raise ImportError(
+                f"the torch engine needs torch: pip install 'hookgrad[torch]' ({error})"
+            ) from error
         return TorchEngine()
     raise ValueError(f"unknown engine {name!r}; engines: {', '.join(ENGINE_NAMES)}")
