@@ -283,17 +283,6 @@ def _unit_norms(tensor: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(tensor, dim=tuple(range(1, tensor.ndim)), keepdim=True)
 
 
-def _to_host(values: Sequence[torch.Tensor]) -> list[float]:
-    """0-d tensors as floats, in one sync: stacked (dtypes promoted, exactly) where the first
-    is; a single one is read as it is."""
-    if not values:
-        return []
-    if len(values) == 1:
-        return [values[0].item()]
-    device = values[0].device
-    return torch.stack([v.to(device) for v in values]).tolist()
-
-
 def _to_host(tensors: Sequence[torch.Tensor]) -> list[Any]:
     """``[t.tolist() for t in tensors]`` with one transfer (one sync) per device: the tensors
     of a device (of one dtype) are flattened and laid end to end there first."""
