@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Final
 
+from ._grad_norms import grad_norms
 from ._protocol import (
     BackwardBegin,
     BackwardEnd,
@@ -38,6 +39,7 @@ __all__ = [
     "StepPost",
     "available_engines",
     "engine_of",
+    "grad_norms",
     "process_rank",
     "engine_named",
 ]

@@ -1,0 +1,112 @@
+"""The per-step gradient summary: each gradient's 2-norm, computed once and shared by every plugin.
+
+Several plugins need the norms of the same gradients at the same optimizer step (nan_guard for
+finiteness, grad_stats for its records, grad_clip for the total norm). :func:`grad_norms`
+computes them with the engine's :meth:`~hookgrad.engines.Engine.grad_norms` kernel (one
+device sync for the batch) and remembers each value against the tensor's identity and version
+counter, so the next plugin asking gets it without device work, and a gradient changed since
+(in place: its version counter moved; or replaced: another tensor) is normed again.
+
+The cache holds weak references only: it never keeps a gradient alive, and an entry whose
+tensor died (its id possibly reused by a new tensor) is never returned. Kernels that write a
+tensor without moving its version counter (``unscale_``, as torch's
+``_amp_foreach_non_finite_check_and_unscale_`` does) call :func:`forget` on what they wrote.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._protocol import Engine
+
+__all__ = ["forget", "grad_norms"]
+
+_Entry = tuple["weakref.ReferenceType[Any]", int, float]
+"""(weak reference to the tensor, its version counter then, its 2-norm)."""
+
+_CACHE: dict[int, _Entry] = {}
+"""id(tensor) -> its entry; checked against the tensor itself on every read."""
+
+_MIN_LIMIT = 256
+_limit = _MIN_LIMIT
+"""Entries past which the dead ones are swept (then twice the live ones, at least 256)."""
+
+_ENGINES: dict[type, Engine] = {}
+"""The engine of each tensor type met (engine_of costs a few calls; this, a dict lookup)."""
+
+
+def grad_norms(tensors: Sequence[Any | None]) -> list[float | None]:
+    """The 2-norm of each tensor (None for None), from this step's shared summary.
+
+    Values already computed for the very same tensor at its current version counter are
+    returned as they are; the others are computed together by their engine (one device sync)
+    and kept for the next caller. A norm is nan or inf when the tensor holds a NaN or an Inf,
+    or when a huge finite entry's square overflows (confirm with
+    :meth:`~hookgrad.engines.Engine.first_nonfinite` before calling a gradient non-finite).
+    float32 and float64 tensors are normed in their own dtype (as ``clip_grad_norm_`` norms
+    each of them), narrower floats in float32.
+
+    Changes the cache cannot see: writes through a tensor's storage that leave its version
+    counter alone (``tensor.data``, the numpy array under a hookgrad tensor).
+    """
+    norms: list[float | None] = [None] * len(tensors)
+    missing: list[int] = []
+    cache = _CACHE
+    for i, t in enumerate(tensors):
+        if t is None:
+            continue
+        entry = cache.get(id(t))
+        if entry is not None and entry[0]() is t and entry[1] == t._version:
+            norms[i] = entry[2]
+        else:
+            missing.append(i)
+    if missing:
+        _compute(tensors, missing, norms)
+    return norms
+
+
+def forget(tensors: Sequence[Any | None]) -> None:
+    """Drop the cached norms of ``tensors``: they were written without a version bump."""
+    if _CACHE:
+        for t in tensors:
+            if t is not None:
+                _CACHE.pop(id(t), None)
+
+
+def _compute(tensors: Sequence[Any], missing: list[int], norms: list[float | None]) -> None:
+    """Norm ``tensors[i]`` for each i in ``missing`` (by engine), into ``norms`` and the cache."""
+    by_engine: dict[Engine, list[int]] = {}
+    for i in missing:
+        by_engine.setdefault(_engine_of(tensors[i]), []).append(i)
+    cache = _CACHE
+    for engine, indices in by_engine.items():
+        batch = [tensors[i] for i in indices]
+        for i, t, norm in zip(indices, batch, engine.grad_norms(batch), strict=True):
+            norms[i] = norm
+            cache[id(t)] = (weakref.ref(t), t._version, norm)  # type: ignore[arg-type]
+    if len(cache) > _limit:
+        _sweep()
+
+
+def _sweep() -> None:
+    """Drop the entries of dead tensors; the limit follows the live ones, so sweeps stay rare."""
+    global _limit
+    dead = [key for key, (ref, _, _) in _CACHE.items() if ref() is None]
+    for key in dead:
+        del _CACHE[key]
+    _limit = max(_MIN_LIMIT, 2 * len(_CACHE))
+
+
+def _engine_of(tensor: Any) -> Engine:
+    engine = _ENGINES.get(type(tensor))
+    if engine is None:
+        from . import engine_of  # not at the top: hookgrad.engines imports this module
+
+        found = engine_of(tensor)
+        if found is None:
+            raise TypeError(f"grad_norms() takes tensors, got {type(tensor).__name__}")
+        engine = _ENGINES[type(tensor)] = found
+    return engine
