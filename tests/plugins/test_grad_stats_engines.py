@@ -194,3 +194,38 @@ def test_stats_subset_filters_both_record_kinds() -> None:
     }
     grad_output = next(r["data"] for r in records if r["kind"] == "grad_output")
     assert list(grad_output) == ["call_index", "max_abs", "numel"]
+
+
+@pytest.mark.parametrize("lib", [hookgrad, torch], ids=["hookgrad", "torch"])
+def test_pipeline_shares_one_norm_pass_per_gradient_version(
+    lib: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nan_guard + grad_stats (norms) + grad_clip: the gradients are normed once before the
+    clip (nan_guard's pass, reused by grad_stats and grad_clip) and once after it (the clip
+    moved their version counters); no summary, no other norm kernel."""
+    engine = type(engine_named("torch" if lib is torch else "hookgrad"))
+    calls: list[str] = []
+    for name in ("grad_norms", "grad_summaries", "total_norms", "first_nonfinite"):
+        real = getattr(engine, name)
+        monkeypatch.setattr(
+            engine,
+            name,
+            lambda self, *a, _real=real, _name=name, **k: (
+                calls.append(_name) or _real(self, *a, **k)
+            ),
+        )
+    model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Linear(4, 1))
+    optimizer = lib.optim.SGD(model.parameters(), lr=0.1)
+    plugins = {
+        "nan_guard": {"check_backward": False},
+        "grad_stats": {"stats": ["norm"], "update_ratio": False, "summary": False},
+        "grad_clip": {"max_norm": 1e-3},
+    }
+    config = {"engine": "torch" if lib is torch else "hookgrad", "plugins": plugins}
+    with hookgrad.Runtime(config, environ={}) as rt:
+        rt.watch(model)
+        for _ in range(3):
+            optimizer.zero_grad()
+            (model(lib.ones(2, 3)) ** 2).sum().backward()
+            optimizer.step()
+    assert calls == ["grad_norms", "grad_norms"] * 3
