@@ -34,9 +34,6 @@ _MIN_LIMIT = 256
 _limit = _MIN_LIMIT
 """Entries past which the dead ones are swept (then twice the live ones, at least 256)."""
 
-_ENGINES: dict[type, Engine] = {}
-"""The engine of each tensor type met (engine_of costs a few calls; this, a dict lookup)."""
-
 
 def grad_norms(tensors: Sequence[Any | None]) -> list[float | None]:
     """The 2-norm of each tensor (None for None), from this step's shared summary.
@@ -78,12 +75,13 @@ def forget(tensors: Sequence[Any | None]) -> None:
 
 def _compute(tensors: Sequence[Any], missing: list[int], norms: list[float | None]) -> None:
     """Norm ``tensors[i]`` for each i in ``missing`` (by engine), into ``norms`` and the cache."""
-    by_engine: dict[Engine, list[int]] = {}
+    by_type: dict[type, list[int]] = {}  # a tensor type is of one engine
     for i in missing:
-        by_engine.setdefault(_engine_of(tensors[i]), []).append(i)
+        by_type.setdefault(type(tensors[i]), []).append(i)
     cache = _CACHE
-    for engine, indices in by_engine.items():
+    for indices in by_type.values():
         batch = [tensors[i] for i in indices]
+        engine = _engine_of(batch[0])
         for i, t, norm in zip(indices, batch, engine.grad_norms(batch), strict=True):
             norms[i] = norm
             cache[id(t)] = (weakref.ref(t), t._version, norm)  # type: ignore[arg-type]
@@ -101,12 +99,9 @@ def _sweep() -> None:
 
 
 def _engine_of(tensor: Any) -> Engine:
-    engine = _ENGINES.get(type(tensor))
-    if engine is None:
-        from . import engine_of  # not at the top: hookgrad.engines imports this module
+    from . import engine_of  # not at the top: hookgrad.engines imports this module
 
-        found = engine_of(tensor)
-        if found is None:
-            raise TypeError(f"grad_norms() takes tensors, got {type(tensor).__name__}")
-        engine = _ENGINES[type(tensor)] = found
+    engine = engine_of(tensor)
+    if engine is None:
+        raise TypeError(f"grad_norms() takes tensors, got {type(tensor).__name__}")
     return engine
