@@ -446,21 +446,13 @@ def _bad_parameters(named: Sequence[tuple[str, Any]], headline: Finding) -> tupl
     return tuple(sorted(bad, key=lambda name: not name.startswith(owner)))
 
 
-_ENGINES: dict[type, Engine] = {}
-"""The engine of each tensor type met (engine_of costs a few calls; this, a dict lookup)."""
-
-
 def _engine_in(values: Iterable[object]) -> Engine | None:
     """The engine of the first tensor among ``values`` (None if there is none)."""
     for value in values:
         if value is not None:
-            engine = _ENGINES.get(type(value))
-            if engine is None:
-                engine = engine_of(value)
-                if engine is None:
-                    continue
-                _ENGINES[type(value)] = engine
-            return engine
+            engine = engine_of(value)  # a dict lookup per type
+            if engine is not None:
+                return engine
     return None
 
 
