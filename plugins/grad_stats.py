@@ -228,8 +228,9 @@ class GradStats:
         by_module: dict[str, list[_Summary]] = {}
         moved: dict[str, list[tuple[float, float]]] = {}
         per_parameter, bins = self.config.per_parameter, self.config.histogram_bins
-        if self._norms_only:
-            summaries, aggregate = _norm_summaries(engine, grads), _aggregate_norms
+        kept = self._kept
+        if self._norms_only:  # the summaries hold the norm only: nothing to filter
+            summaries, aggregate, kept = _norm_summaries(engine, grads), _aggregate_norms, _same
         else:
             summaries, aggregate = _summaries_reusing(engine, grads, known or {}), _aggregate
         histograms = _histograms(engine, grads, summaries, bins) if bins else None
@@ -245,7 +246,7 @@ class GradStats:
                 "param": name,
                 "stage": stage_name,
                 **extra,
-                **self._kept(summary),
+                **kept(summary),
             }
             if moves is not None:
                 data["update_ratio"] = None if move is None else _ratio(*move)
@@ -253,7 +254,7 @@ class GradStats:
                 data["histogram"] = histograms[i]
             self._emit("param_grad", step, module, data)
         for module, summaries_of_module in by_module.items():
-            data = {"stage": stage_name, **extra, **self._kept(aggregate(summaries_of_module))}
+            data = {"stage": stage_name, **extra, **kept(aggregate(summaries_of_module))}
             if moves is not None:
                 data["update_ratio"] = _module_ratio(moved.get(module, []))
             self._emit("module_grad", step, module, data)
@@ -293,6 +294,10 @@ def _summaries_reusing(
     fresh = engine.grad_summaries([grads[i][1] for i in todo])
     done = dict(zip(todo, fresh, strict=True))
     return [done[i] if i in done else known[name] for i, (name, _) in enumerate(grads)]  # type: ignore[misc]
+
+
+def _same(summary: _Summary) -> _Summary:
+    return summary
 
 
 def _norm_summaries(engine: Engine, grads: _Grads) -> list[_Summary]:
