@@ -193,7 +193,8 @@ class GradStats:
         grads = [g for g in event.grad_output if g is not None]
         if grads:
             summaries = _engine_of_tensor(grads[0]).grad_summaries(grads)
-            data: _Data = {"call_index": event.call_index, **self._kept(_aggregate(summaries))}
+            aggregate = _aggregate(summaries)  # type: ignore[arg-type]
+            data: _Data = {"call_index": event.call_index, **self._kept(aggregate)}
             self._emit("grad_output", event.step, event.module_name, data)
 
     # ------------------------------------------------------------------ records

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["forget", "grad_norms"]
 
-_Entry = tuple["weakref.ReferenceType[Any]", int, float]
+_Entry = tuple["weakref.ReferenceType[Any]", int, "float | None"]
 """(weak reference to the tensor, its version counter then, its 2-norm)."""
 
 _CACHE: dict[int, _Entry] = {}
@@ -35,7 +35,7 @@ _limit = _MIN_LIMIT
 """Entries past which the dead ones are swept (then twice the live ones, at least 256)."""
 
 
-def grad_norms(tensors: Sequence[Any | None]) -> list[float | None]:
+def grad_norms(tensors: Sequence[Any]) -> list[float | None]:
     """The 2-norm of each tensor (None for None), from this step's shared summary.
 
     Values already computed for the very same tensor at its current version counter are
@@ -56,7 +56,7 @@ def grad_norms(tensors: Sequence[Any | None]) -> list[float | None]:
         if t is None:
             continue
         entry = cache.get(id(t))
-        if entry is not None and entry[0]() is t and entry[1] == t._version:
+        if entry is not None and entry[1] == t._version and entry[0]() is t:
             norms[i] = entry[2]
         else:
             missing.append(i)
@@ -65,7 +65,7 @@ def grad_norms(tensors: Sequence[Any | None]) -> list[float | None]:
     return norms
 
 
-def forget(tensors: Sequence[Any | None]) -> None:
+def forget(tensors: Sequence[Any]) -> None:
     """Drop the cached norms of ``tensors``: they were written without a version bump."""
     if _CACHE:
         for t in tensors:
@@ -84,7 +84,7 @@ def _compute(tensors: Sequence[Any], missing: list[int], norms: list[float | Non
         engine = _engine_of(batch[0])
         for i, t, norm in zip(indices, batch, engine.grad_norms(batch), strict=True):
             norms[i] = norm
-            cache[id(t)] = (weakref.ref(t), t._version, norm)  # type: ignore[arg-type]
+            cache[id(t)] = (weakref.ref(t), t._version, norm)
     if len(cache) > _limit:
         _sweep()
 
