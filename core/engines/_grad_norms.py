@@ -92,9 +92,10 @@ def _compute(tensors: Sequence[Any], missing: list[int], norms: list[float | Non
 def _sweep() -> None:
     """Drop the entries of dead tensors; the limit follows the live ones, so sweeps stay rare."""
     global _limit
-    dead = [key for key, (ref, _, _) in _CACHE.items() if ref() is None]
+    # list() copies the items at once, so another thread's insert cannot break the loop.
+    dead = [key for key, (ref, _, _) in list(_CACHE.items()) if ref() is None]
     for key in dead:
-        del _CACHE[key]
+        _CACHE.pop(key, None)
     _limit = max(_MIN_LIMIT, 2 * len(_CACHE))
 
 
