@@ -10,7 +10,7 @@ from the same weights:
   entry makes its tensor's norm non-finite), skipping the step on one, and
   ``clip_grad_norm_``;
 * ``runtime``: the bare step under a runtime on the torch engine with ``nan_guard`` (parameter
-  gradients at the step), ``grad_stats`` (per-module records every step, nothing else) and
+  gradients at the step), ``grad_stats`` (per-module norm records every step, nothing else) and
   ``grad_clip`` (global norm);
 * ``clip``: the bare step plus ``clip_grad_norm_``; ``grad_clip``: under a runtime with
   ``grad_clip`` alone.
@@ -42,6 +42,7 @@ PLUGINS = {
     "nan_guard": {"action": "skip_step", "check_backward": False},
     "grad_stats": {
         "every_n_steps": 1,
+        "stats": ["norm"],  # what the hand-written column computes: per-module norms
         "per_parameter": False,
         "update_ratio": False,
         "summary": False,

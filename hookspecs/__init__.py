@@ -23,6 +23,8 @@ in :mod:`hookgrad.hookspecs.events`. Importing this package has no side effects 
 
 from __future__ import annotations
 
+from hookgrad.engines import grad_norms
+
 from . import events, specs
 from ._config import OnError, PluginAbort, PluginConfig
 from ._errors import PluginError
@@ -69,6 +71,7 @@ __all__ = [
     "TensorSummary",
     "call_order",
     "events",
+    "grad_norms",
     "hookimpl",
     "hookspec",
     "specs",

@@ -37,6 +37,7 @@ from hookgrad.hookspecs import (
     OptimizerStepPreEvent,
     PluginConfig,
     Stage,
+    grad_norms,
     hookimpl,
     stage,
 )
@@ -208,8 +209,8 @@ class GradClip:
         """Each group's total ``norm_type``-norm (checked by error_if_nonfinite) and 2-norm."""
         config = self.config
         if config.norm_type == 2.0:
-            norms = engine.total_norms(groups, (2.0,), config.error_if_nonfinite)
-            return [(total, total) for (total,) in norms]
+            totals = _two_norms(engine, groups, config.error_if_nonfinite)
+            return [(total, total) for total in totals]
         norms = engine.total_norms(groups, (config.norm_type, 2.0), config.error_if_nonfinite)
         return [(total, two) for total, two in norms]
 
@@ -220,7 +221,7 @@ class GradClip:
         for ``history`` steps; while the history is empty nothing is clipped.
         """
         grads = [p.grad for p in params]
-        [(norm,)] = engine.total_norms([grads], (2.0,), self.config.error_if_nonfinite)
+        [norm] = _two_norms(engine, [grads], self.config.error_if_nonfinite)
         if math.isfinite(norm):
             self._history.append(norm)
         if not self._history:
@@ -269,6 +270,26 @@ def _engine_of(tensor: Any) -> Engine:
     if engine is None:
         raise TypeError(f"grad_clip: not a tensor of any engine: {type(tensor).__name__}")
     return engine
+
+
+def _two_norms(engine: Engine, groups: list[list[Any]], error_if_nonfinite: bool) -> list[float]:
+    """Each group's total 2-norm, ``get_total_norm``'s to the bit.
+
+    Built from the step's shared per-gradient norms (:func:`grad_norms`: computed once for
+    every plugin asking) where the engine can (:meth:`Engine.total_norm_of`); else, or when a
+    non-finite total must raise torch's error, by :meth:`Engine.total_norms`.
+    """
+    shared = grad_norms([g for group in groups for g in group])
+    totals: list[float] = []
+    start = 0
+    for group in groups:
+        norms = shared[start : start + len(group)]
+        start += len(group)
+        total = engine.total_norm_of(group, norms)  # type: ignore[arg-type]
+        if total is None or (error_if_nonfinite and not math.isfinite(total)):
+            return [norm for (norm,) in engine.total_norms(groups, (2.0,), error_if_nonfinite)]
+        totals.append(total)
+    return totals
 
 
 def _scale_to(

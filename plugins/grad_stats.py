@@ -20,7 +20,7 @@ import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeAlias, get_args
 
 from pydantic import Field, JsonValue, ValidationInfo, field_validator
 
@@ -31,10 +31,11 @@ from hookgrad.hookspecs import (
     OptimizerStepPreEvent,
     PluginConfig,
     Stage,
+    grad_norms,
     hookimpl,
     stage,
 )
-from hookgrad.hookspecs._stats import NONFINITE_JSON, GradSummary
+from hookgrad.hookspecs._stats import NONFINITE_JSON
 
 if TYPE_CHECKING:
     from hookgrad import Runtime
@@ -46,8 +47,18 @@ NAME: Final = "grad_stats"
 """The entry-point name, stamped on every record as ``plugin``."""
 
 _Data: TypeAlias = dict[str, JsonValue]
+_Summary: TypeAlias = Mapping[str, Any]
+"""A gradient's statistics: a GradSummary, or only its norm (``stats = ["norm"]``)."""
 _Grads: TypeAlias = list[tuple[str, Any]]
 """(parameter name, gradient tensor) pairs, of one engine."""
+
+Stat: TypeAlias = Literal[
+    "norm", "mean", "std", "max_abs", "min", "max", "zero_fraction", "nonfinite", "numel"
+]
+"""A statistic a record can carry (the keys of a GradSummary, in record order)."""
+STATS: Final[tuple[Stat, ...]] = get_args(Stat)
+_MODULE_STATS: Final = frozenset({"norm", "max_abs", "nonfinite", "zero_fraction", "numel"})
+"""The statistics a module_grad (and grad_output) record can carry."""
 
 
 class GradStats:
@@ -73,6 +84,11 @@ class GradStats:
         summary: bool = True
         """Print the per-layer table to stdout when the run ends."""
 
+        stats: Annotated[tuple[Stat, ...], Field(min_length=1)] = STATS
+        """The statistics the records carry (default: all). ``["norm"]`` alone costs no
+        summary: the norms are the step's shared gradient norms (:func:`grad_norms`), which
+        nan_guard and grad_clip compute or reuse too."""
+
         keep_records: Annotated[int, Field(ge=0, le=100_000)] = 1000
         """How many of the latest records ``plugin.records`` holds: a long run's memory stays
         bounded (the sinks have every record; the table is kept as running totals)."""
@@ -97,7 +113,12 @@ class GradStats:
         self._runtime: Runtime | None = None
         self._before: dict[str, Any] = {}  # engine.snapshot of the weights at step_pre
         # name -> (gradient tensor, its version, its pre-clip summary) of a sampled step
-        self._pre_clip: dict[str, tuple[Any, int, GradSummary]] = {}
+        self._pre_clip: dict[str, tuple[Any, int, _Summary]] = {}
+        fields = frozenset(config.stats)
+        # The statistics kept in records (None: all of them, nothing to filter); norms alone
+        # come from the step's shared gradient norms, with no summary computed.
+        self._fields = None if fields == frozenset(STATS) else fields
+        self._norms_only = fields == {"norm"} and not config.histogram_bins
         if not config.grad_output:
             # No implementation, no global backward hook: module calls keep their fast path.
             self.hookgrad_full_backward = None  # type: ignore[method-assign,assignment]
@@ -172,12 +193,18 @@ class GradStats:
         grads = [g for g in event.grad_output if g is not None]
         if grads:
             summaries = _engine_of_tensor(grads[0]).grad_summaries(grads)
-            data: _Data = {"call_index": event.call_index, **_aggregate(summaries)}  # type: ignore[arg-type]
+            aggregate = _aggregate(summaries)  # type: ignore[arg-type]
+            data: _Data = {"call_index": event.call_index, **self._kept(aggregate)}
             self._emit("grad_output", event.step, event.module_name, data)
 
     # ------------------------------------------------------------------ records
     def _sampled(self, step: int) -> bool:
         return step % self.config.every_n_steps == 0
+
+    def _kept(self, summary: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``summary`` with only the statistics the ``stats`` setting asks for."""
+        fields = self._fields
+        return summary if fields is None else {k: v for k, v in summary.items() if k in fields}
 
     def _record_step(
         self,
@@ -187,8 +214,8 @@ class GradStats:
         grads: _Grads,
         extra: _Data,
         moves: Mapping[str, tuple[float, float]] | None,
-        known: Mapping[str, GradSummary] | None = None,
-    ) -> list[GradSummary]:
+        known: Mapping[str, _Summary] | None = None,
+    ) -> list[_Summary]:
         """Emit the param_grad records of ``grads``, then one module_grad record per owner.
 
         ``engine`` is the gradients' (None only when there are none). ``moves`` maps a
@@ -199,10 +226,14 @@ class GradStats:
         """
         if engine is None or not grads:
             return []
-        by_module: dict[str, list[GradSummary]] = {}
+        by_module: dict[str, list[_Summary]] = {}
         moved: dict[str, list[tuple[float, float]]] = {}
         per_parameter, bins = self.config.per_parameter, self.config.histogram_bins
-        summaries = _summaries_reusing(engine, grads, known or {})
+        kept = self._kept
+        if self._norms_only:  # the summaries hold the norm only: nothing to filter
+            summaries, aggregate, kept = _norm_summaries(engine, grads), _aggregate_norms, _same
+        else:
+            summaries, aggregate = _summaries_reusing(engine, grads, known or {}), _aggregate
         histograms = _histograms(engine, grads, summaries, bins) if bins else None
         for i, ((name, _), summary) in enumerate(zip(grads, summaries, strict=True)):
             module = name.rpartition(".")[0]
@@ -212,14 +243,19 @@ class GradStats:
                 moved.setdefault(module, []).append(move)
             if not per_parameter:
                 continue
-            data: dict[str, Any] = {"param": name, "stage": stage_name, **extra, **summary}
+            data: dict[str, Any] = {
+                "param": name,
+                "stage": stage_name,
+                **extra,
+                **kept(summary),
+            }
             if moves is not None:
                 data["update_ratio"] = None if move is None else _ratio(*move)
             if histograms is not None:
                 data["histogram"] = histograms[i]
             self._emit("param_grad", step, module, data)
         for module, summaries_of_module in by_module.items():
-            data = {"stage": stage_name, **extra, **_aggregate(summaries_of_module)}
+            data = {"stage": stage_name, **extra, **kept(aggregate(summaries_of_module))}
             if moves is not None:
                 data["update_ratio"] = _module_ratio(moved.get(module, []))
             self._emit("module_grad", step, module, data)
@@ -250,8 +286,8 @@ def _finite_or_none(value: float) -> float | None:
 
 
 def _summaries_reusing(
-    engine: Engine, grads: _Grads, known: Mapping[str, GradSummary]
-) -> list[GradSummary]:
+    engine: Engine, grads: _Grads, known: Mapping[str, _Summary]
+) -> list[_Summary]:
     """The summary of each (name, gradient), taken from ``known`` where it has the name."""
     todo = [i for i, (name, _) in enumerate(grads) if name not in known]
     if not todo:
@@ -259,6 +295,35 @@ def _summaries_reusing(
     fresh = engine.grad_summaries([grads[i][1] for i in todo])
     done = dict(zip(todo, fresh, strict=True))
     return [done[i] if i in done else known[name] for i, (name, _) in enumerate(grads)]  # type: ignore[misc]
+
+
+def _same(summary: _Summary) -> _Summary:
+    return summary
+
+
+def _norm_summaries(engine: Engine, grads: _Grads) -> list[_Summary]:
+    """``{"norm": ...}`` of each gradient, from the step's shared norms (:func:`grad_norms`).
+
+    A non-finite shared norm (NaN/Inf entries, or squares that overflow the gradient's dtype)
+    is replaced by the engine's summary norm, over the finite entries (None past the largest
+    float), as the full statistics give it.
+    """
+    norms = grad_norms([grad for _, grad in grads])
+    summaries: list[_Summary] = [{"norm": norm} for norm in norms]
+    bad = [i for i, norm in enumerate(norms) if not math.isfinite(norm)]  # type: ignore[arg-type]
+    if bad:
+        fallback = engine.grad_summaries([grads[i][1] for i in bad])
+        for i, summary in zip(bad, fallback, strict=True):
+            summaries[i] = {"norm": summary["norm"]}  # type: ignore[index]
+    return summaries
+
+
+def _aggregate_norms(summaries: Sequence[Mapping[str, Any]]) -> _Data:
+    """:func:`_aggregate` of norm-only summaries: the norm of all entries together."""
+    norms = [s["norm"] for s in summaries]
+    if None in norms:  # a norm past the largest float: so is the layer's
+        return {"norm": None}
+    return {"norm": _finite_or_none(math.hypot(*norms))}
 
 
 def _aggregate(summaries: Sequence[Mapping[str, Any]]) -> _Data:
@@ -295,7 +360,7 @@ def _aggregate(summaries: Sequence[Mapping[str, Any]]) -> _Data:
 
 
 def _histograms(
-    engine: Engine, grads: _Grads, summaries: Sequence[GradSummary], bins: int
+    engine: Engine, grads: _Grads, summaries: Sequence[_Summary], bins: int
 ) -> list[_Data | None]:
     """The histogram of each gradient's finite entries (None when it has none)."""
     ranges = [

@@ -17,6 +17,8 @@ two checks is caught one module later, or at the step.)
   tensor argument was finite.
 * parameters (``check_parameters``): the selected parameter gradients at the step. When the
   checks above saw nothing, the owner of the first non-finite gradient (optimizer order) is named.
+  The check reads the step's shared gradient norms (:func:`~hookgrad.hookspecs.grad_norms`),
+  which grad_stats and grad_clip then reuse; a non-finite norm is confirmed entry by entry.
 
 A container whose child already produced the NaN/Inf in the same phase is a propagator too:
 the backward (and forward) hooks of children fire before their parent's, so the first producer
@@ -31,6 +33,7 @@ a step implementation that runs before the guard (loss scaling) may still veto t
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -50,6 +53,7 @@ from hookgrad.hookspecs import (
     PluginConfig,
     Stage,
     call_order,
+    grad_norms,
     hookimpl,
     stage,
 )
@@ -339,7 +343,7 @@ class NanGuard:
             return []
         grads = [p.grad for _, p in event.parameters]
         engine = _engine_in(grads)
-        index = None if engine is None else engine.first_nonfinite(grads)
+        index = None if engine is None else _first_nonfinite_grad(engine, grads)
         if engine is None or index is None:
             return []
         owner, _, local = event.parameters[index][0].rpartition(".")
@@ -417,6 +421,20 @@ def _headline(findings: Sequence[Finding]) -> tuple[Finding, tuple[str, ...]]:
     return headline, tuple(dict.fromkeys(propagators))
 
 
+def _first_nonfinite_grad(engine: Engine, grads: Sequence[Any]) -> int | None:
+    """The index of the first gradient holding NaN or Inf, from the step's shared norms.
+
+    A finite norm proves its gradient finite; a non-finite one is confirmed entry by entry
+    (:meth:`Engine.first_nonfinite`), since huge finite entries overflow the norm too.
+    """
+    norms = grad_norms(grads)
+    suspects = [i for i, norm in enumerate(norms) if norm is not None and not math.isfinite(norm)]
+    if not suspects:
+        return None
+    found = engine.first_nonfinite([grads[i] for i in suspects])
+    return None if found is None else suspects[found]
+
+
 def _bad_parameters(named: Sequence[tuple[str, Any]], headline: Finding) -> tuple[str, ...]:
     """The names of the parameters whose ``.grad`` is non-finite, the headline module's first
     (only on the way to an error: every gradient counted)."""
@@ -428,21 +446,13 @@ def _bad_parameters(named: Sequence[tuple[str, Any]], headline: Finding) -> tupl
     return tuple(sorted(bad, key=lambda name: not name.startswith(owner)))
 
 
-_ENGINES: dict[type, Engine] = {}
-"""The engine of each tensor type met (engine_of costs a few calls; this, a dict lookup)."""
-
-
 def _engine_in(values: Iterable[object]) -> Engine | None:
     """The engine of the first tensor among ``values`` (None if there is none)."""
     for value in values:
         if value is not None:
-            engine = _ENGINES.get(type(value))
-            if engine is None:
-                engine = engine_of(value)
-                if engine is None:
-                    continue
-                _ENGINES[type(value)] = engine
-            return engine
+            engine = engine_of(value)  # a dict lookup per type
+            if engine is not None:
+                return engine
     return None
 
 

@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Final
 
+from ._grad_norms import grad_norms
 from ._protocol import (
     BackwardBegin,
     BackwardEnd,
@@ -38,6 +39,7 @@ __all__ = [
     "StepPost",
     "available_engines",
     "engine_of",
+    "grad_norms",
     "process_rank",
     "engine_named",
 ]
@@ -61,8 +63,25 @@ def engine_named(name: str) -> Engine:
     return engine
 
 
+_OWNERS: dict[type, Engine | None] = {}
+"""The engine of each type met (None: no engine's). Ownership is by type (an isinstance
+check), and a torch type exists only once torch is imported, so the answer never changes."""
+
+
 def engine_of(value: object) -> Engine | None:
-    """The engine whose tensor ``value`` is, or None (torch's only if torch is imported)."""
+    """The engine whose tensor ``value`` is, or None (torch's only if torch is imported).
+
+    One dict lookup after the first value of a type: plugins ask at every step.
+    """
+    kind = type(value)
+    try:
+        return _OWNERS[kind]
+    except KeyError:
+        engine = _OWNERS[kind] = _find_engine(value)
+        return engine
+
+
+def _find_engine(value: object) -> Engine | None:
     for name in ENGINE_NAMES:
         if name == "torch" and "torch" not in sys.modules:
             continue

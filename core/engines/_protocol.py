@@ -344,6 +344,28 @@ class Engine(Protocol):
         call it from an optimizer step gate. numpy: always None."""
         ...
 
+    # ------------------------------------------------------------------ gradient norms (summary)
+    # The kernels behind :func:`hookgrad.engines.grad_norms`, the per-step gradient summary every
+    # plugin shares (computed once, cached by tensor and version counter there, not here).
+    def grad_norms(self, tensors: Sequence[Any | None]) -> list[float | None]:
+        """The 2-norm of each tensor (None for None), all entries included: nan or inf when
+        some entry is NaN or Inf, or when a huge finite entry's square overflows.
+
+        float32 and float64 tensors are normed in their own dtype, as ``torch._foreach_norm``
+        (``clip_grad_norm_``'s per-tensor step) computes them, so :meth:`total_norm_of` can
+        rebuild ``clip_grad_norm_``'s total bit for bit; narrower floats in float32 (their
+        squares overflow at 256 in float16). One host sync for the batch.
+        """
+        ...
+
+    def total_norm_of(self, tensors: Sequence[Any], norms: Sequence[float]) -> float | None:
+        """The 2-norm of all ``tensors`` together from their :meth:`grad_norms` ``norms``,
+        bit for bit ``get_total_norm(tensors, 2.0)``; None when that cannot be rebuilt from
+        them (a tensor narrower than float32; torch: a tensor not on the CPU), so the caller
+        asks :meth:`total_norms`. No device work: the norms are on the host already.
+        """
+        ...
+
 
 class Clamped(NamedTuple):
     """What :meth:`Engine.clamp` did: the clamped tensors (None: nothing was outside the

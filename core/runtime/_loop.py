@@ -123,7 +123,7 @@ class LoopHooks:
         # What the gate of the step under way found, for its post hook: (optimizer, step,
         # named parameters, plugin name -> its selected pairs). Param groups do not change
         # inside optimizer.step(), so the post hook need not name and select them again.
-        self._in_step: tuple[Any, int, _Named, dict[str, _Pairs]] | None = None
+        self._in_step: tuple[Any, int, _Named, dict[str | None, _Pairs]] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def attach(self) -> None:
@@ -249,7 +249,7 @@ class LoopHooks:
         """The name of the first step_pre listener vetoing this step, None if none does."""
         self._end_spotting()
         named = self.named_parameters(optimizer)
-        selected: dict[str, _Pairs] = {}
+        selected: dict[str | None, _Pairs] = {}
         self._in_step = (optimizer, self.bridge.step, named, selected)
         kind = type(optimizer).__name__
         for listener in self._listeners[STEP_PRE]:
@@ -368,11 +368,22 @@ class LoopHooks:
             return None
         return entry[0], entry[1], entry[2]
 
-    def _selected(self, named: _Named, listener: _Listener, done: dict[str, _Pairs]) -> _Pairs:
+    def _selected(
+        self, named: _Named, listener: _Listener, done: dict[str | None, _Pairs]
+    ) -> _Pairs:
         """The (name, parameter) pairs whose owning module ``listener``'s config selects;
         ``done`` holds the pairs of the plugins already selected for this step."""
         pairs_of = done.get(listener.name)
         if pairs_of is not None:
+            return pairs_of
+        config = listener.config
+        if config.modules == ("*",) and not config.exclude and not config.module_types:
+            # Selects every module (the default): one tuple shared by all such listeners,
+            # kept under None, which no plugin name is.
+            pairs_of = done.get(None)
+            if pairs_of is None:
+                pairs_of = done[None] = tuple((name, p) for name, p, _, _ in named)
+            done[listener.name] = pairs_of
             return pairs_of
         memo = self._selects
         pairs = []

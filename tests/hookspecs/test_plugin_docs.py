@@ -27,7 +27,7 @@ def _first_column(table_header: str) -> list[str]:
 def test_example_runs_and_prints_what_it_says() -> None:
     """The python blocks run in order; the contract example prints what its comments promise."""
     blocks = re.findall(r"```python\n(.*?)```", _section(), re.S)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     out = io.StringIO()
     namespace: dict[str, object] = {}
     with contextlib.redirect_stdout(out):

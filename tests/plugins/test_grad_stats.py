@@ -437,6 +437,8 @@ def test_summary_off_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
             "histogram_bins\n  Value error, histogram_bins = 8 needs per_parameter = true",
         ),
         ({"every_n_step": 2}, "every_n_step\n  Extra inputs are not permitted"),
+        ({"stats": []}, "stats\n  Tuple should have at least 1 item"),
+        ({"stats": ["nrom"]}, "stats.0\n  Input should be 'norm', 'mean', 'std'"),
     ],
 )
 def test_bad_config_names_the_field(settings: dict[str, Any], message: str) -> None:

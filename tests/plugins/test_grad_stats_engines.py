@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import hookgrad
+from hookgrad.engines import engine_named
 from hookgrad.hookspecs import FullBackwardEvent, OptimizerStepPostEvent, OptimizerStepPreEvent
-from hookgrad.plugins.grad_stats import GradStats
+from hookgrad.plugins.grad_stats import STATS, GradStats
 from hookgrad.testing import capture_events
 
 torch = pytest.importorskip("torch")
@@ -46,10 +47,10 @@ def values() -> tuple[list[tuple[str, np.ndarray, np.ndarray | None]], np.ndarra
 
 
 def records_on(
-    lib: ModuleType, after_each: Callable[[str], None] = lambda hook: None
+    lib: ModuleType, after_each: Callable[[str], None] = lambda hook: None, **config: Any
 ) -> list[dict[str, Any]]:
     """The records of one grad_stats run on ``lib``'s tensors (see the module docstring);
-    ``after_each(hook name)`` runs after each hook call."""
+    ``after_each(hook name)`` runs after each hook call; ``config`` overrides settings."""
     params, grad_output = values()
     named = []
     for name, weight, grad in params:
@@ -57,7 +58,8 @@ def records_on(
         p.grad = None if grad is None else lib.tensor(grad)
         named.append((name, p))
     parameters = tuple(named)
-    plugin = GradStats(GradStats.Config(summary=False, histogram_bins=6, grad_output=True))
+    settings = {"summary": False, "histogram_bins": 6, "grad_output": True, **config}
+    plugin = GradStats(GradStats.Config(**settings))
     optimizer = {"phase": "optimizer_step_pre", "optimizer_type": "SGD", "parameters": parameters}
     with capture_events(("grad_stats", plugin)):
         backward = {
@@ -69,8 +71,9 @@ def records_on(
             "grad_input": (None,),
             "grad_output": (lib.tensor(grad_output), None),
         }
-        plugin.hookgrad_full_backward(FullBackwardEvent.trusted(backward))
-        after_each("full_backward")
+        if settings["grad_output"]:
+            plugin.hookgrad_full_backward(FullBackwardEvent.trusted(backward))
+            after_each("full_backward")
         plugin.hookgrad_optimizer_step_pre(OptimizerStepPreEvent.trusted({"step": 0, **optimizer}))
         after_each("step_pre")
         with lib.no_grad():
@@ -146,3 +149,83 @@ def test_a_sampled_step_costs_the_documented_host_syncs(torch_host_syncs: list[s
 
     records_on(torch, count)
     assert syncs == {"full_backward": 1, "step_pre": 2, "step_post": 3, "vetoed step_post": 2}
+
+
+NORMS_ONLY = {"stats": ["norm"], "histogram_bins": 0, "grad_output": False}
+
+
+@pytest.mark.parametrize("lib", [hookgrad, torch], ids=["hookgrad", "torch"])
+def test_norm_only_records_carry_the_full_records_norms(
+    lib: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stats = ["norm"]: the same records with norm as the only statistic, equal to the full
+    statistics' norms (over finite entries, 2.weight holding NaN/Inf too); a summary is
+    computed only for a gradient whose shared norm is not finite."""
+    full = records_on(lib, histogram_bins=0, grad_output=False)
+    engine = type(engine_named("torch" if lib is torch else "hookgrad"))
+    summarised: list[int] = []
+    real = engine.grad_summaries
+    monkeypatch.setattr(
+        engine, "grad_summaries", lambda self, ts: summarised.append(len(ts)) or real(self, ts)
+    )
+    norms = records_on(lib, **NORMS_ONLY)
+    assert summarised == [1, 1, 1]  # 2.weight: pre_clip, post_clip, the vetoed post_clip
+    assert len(norms) == len(full)
+    for mine, theirs in zip(norms, full, strict=True):
+        assert {k: mine[k] for k in ("kind", "step", "module_name")} == {
+            k: theirs[k] for k in ("kind", "step", "module_name")
+        }
+        kept = [k for k in theirs["data"] if k not in STATS or k == "norm"]
+        assert list(mine["data"]) == kept
+        for key in kept:
+            if key == "norm":
+                assert mine["data"]["norm"] == pytest.approx(theirs["data"]["norm"], rel=1e-5)
+            else:
+                assert mine["data"][key] == theirs["data"][key], key
+
+
+def test_stats_subset_filters_both_record_kinds() -> None:
+    """stats = ["max_abs", "numel"]: param_grad and module_grad records carry just those."""
+    records = records_on(hookgrad, stats=["max_abs", "numel"], histogram_bins=0)
+    pre = [r["data"] for r in records if r["data"].get("stage") == "pre_clip"]
+    assert {tuple(data) for data in pre} == {
+        ("param", "stage", "max_abs", "numel"),
+        ("stage", "max_abs", "numel"),
+    }
+    grad_output = next(r["data"] for r in records if r["kind"] == "grad_output")
+    assert list(grad_output) == ["call_index", "max_abs", "numel"]
+
+
+@pytest.mark.parametrize("lib", [hookgrad, torch], ids=["hookgrad", "torch"])
+def test_pipeline_shares_one_norm_pass_per_gradient_version(
+    lib: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nan_guard + grad_stats (norms) + grad_clip: the gradients are normed once before the
+    clip (nan_guard's pass, reused by grad_stats and grad_clip) and once after it (the clip
+    moved their version counters); no summary, no other norm kernel."""
+    engine = type(engine_named("torch" if lib is torch else "hookgrad"))
+    calls: list[str] = []
+    for name in ("grad_norms", "grad_summaries", "total_norms", "first_nonfinite"):
+        real = getattr(engine, name)
+        monkeypatch.setattr(
+            engine,
+            name,
+            lambda self, *a, _real=real, _name=name, **k: (
+                calls.append(_name) or _real(self, *a, **k)
+            ),
+        )
+    model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Linear(4, 1))
+    optimizer = lib.optim.SGD(model.parameters(), lr=0.1)
+    plugins = {
+        "nan_guard": {"check_backward": False},
+        "grad_stats": {"stats": ["norm"], "update_ratio": False, "summary": False},
+        "grad_clip": {"max_norm": 1e-3},
+    }
+    config = {"engine": "torch" if lib is torch else "hookgrad", "plugins": plugins}
+    with hookgrad.Runtime(config, environ={}) as rt:
+        rt.watch(model)
+        for _ in range(3):
+            optimizer.zero_grad()
+            (model(lib.ones(2, 3)) ** 2).sum().backward()
+            optimizer.step()
+    assert calls == ["grad_norms", "grad_norms"] * 3

@@ -162,6 +162,29 @@ def test_parameter_check_names_the_first_bad_gradient_alike() -> None:
     )
 
 
+def test_parameter_check_confirms_overflowing_norms_alike() -> None:
+    """A huge finite .grad (its norm overflows) ahead of a NaN one: the NaN one is named, on
+    the step's shared norms of either engine."""
+    for engine in ENGINES:
+        make = ENGINES[engine][1]
+        pairs = []
+        for name, grad in (("a.weight", [3e38, 1e30]), ("b.weight", [1.0, NAN])):
+            p = make([0.0, 0.0])
+            p.grad = make(grad).detach()
+            pairs.append((name, p))
+        event = OptimizerStepPreEvent(
+            step=0, phase="optimizer_step_pre", optimizer_type="SGD", parameters=tuple(pairs)
+        )
+        plugin = NanGuard(NanGuard.Config(action="warn", check_backward=False))
+        with (
+            capture_events(("nan_guard", plugin)) as capture,
+            pytest.warns(NonFiniteGradientWarning),
+        ):
+            plugin.hookgrad_optimizer_step_pre(event)
+        (record,) = capture.of_plugin("nan_guard")
+        assert (record["module_name"], record["data"]["tensor"]) == ("b", "weight.grad"), engine
+
+
 def test_forward_producer_is_found_alike() -> None:
     """A NaN output[1] from finite arguments (and non-tensor ones) is a forward producer."""
     outcomes = []

@@ -12,6 +12,7 @@ from ...autograd._observers import register_backward_observer
 from ...hookspecs._stats import GradSummary, TensorSummary, array_stats
 from ...nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from ...optim._hooks import register_optimizer_step_gate, register_optimizer_step_post_hook
+from .._grad_norms import forget
 from .._protocol import (
     BackwardBegin,
     BackwardEnd,
@@ -134,13 +135,22 @@ class NumpyEngine:
         return _kernels.zero_nonfinite_(tensors)
 
     def unscale_(self, tensors: Sequence[Any], inv_scale: float) -> bool:
-        return _kernels.unscale_(tensors, inv_scale)
+        found_inf = _kernels.unscale_(tensors, inv_scale)
+        forget(tensors)  # written with no version bump: their shared norms are stale
+        return found_inf
 
     def dtype_name(self, tensor: Any) -> str:
         return _kernels.dtype_name(tensor)
 
     def running_loss_scaler(self) -> str | None:
         return None  # hookgrad has no loss scaler of its own
+
+    # ------------------------------------------------------------------ gradient norms (summary)
+    def grad_norms(self, tensors: Sequence[Any]) -> list[float | None]:
+        return _kernels.grad_norms(tensors)
+
+    def total_norm_of(self, tensors: Sequence[Any], norms: Sequence[float]) -> float | None:
+        return _kernels.total_norm_of(tensors, norms)
 
     def __repr__(self) -> str:
         return "NumpyEngine()"

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..._creation import from_numpy
 from ..._tensor import Tensor
-from ...nn.utils.clip_grad import get_total_norm
+from ...nn.utils.clip_grad import _vector_norm, get_total_norm
 from .._protocol import Clamped
 
 __all__ = [
@@ -235,3 +235,40 @@ def dtype_name(tensor: Any) -> str:
     if name is None:
         name = _DTYPE_NAMES[dtype] = dtype.name
     return name
+
+
+# ---------------------------------------------------- gradient norms (summary)
+# (the kernels behind hookgrad.engines.grad_norms, on hookgrad tensors)
+_NORMED_AS_IS: Final = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+"""Dtypes normed in their own precision, as get_total_norm norms them (the others in float32)."""
+
+
+def grad_norms(tensors: Sequence[Tensor | None]) -> list[float | None]:
+    """:meth:`hookgrad.engines.Engine.grad_norms`: ``get_total_norm``'s per-tensor norm
+    (``sqrt(dot(a, a))`` in the array's dtype) of every float32 and float64 tensor."""
+    norms: list[float | None] = []
+    with np.errstate(over="ignore", invalid="ignore"):  # np.dot warns of an overflowing sum
+        for t in tensors:
+            if t is None:
+                norms.append(None)
+                continue
+            array = t._data
+            if array.dtype not in _NORMED_AS_IS:
+                array = array.astype(np.float32 if array.dtype.kind == "f" else np.float64)
+            norms.append(float(_vector_norm(array, 2.0)))
+    return norms
+
+
+def total_norm_of(tensors: Sequence[Tensor], norms: Sequence[float]) -> float | None:
+    """:meth:`hookgrad.engines.Engine.total_norm_of`: ``get_total_norm``'s second step (the
+    norm of the per-tensor norms, in the tensors' promoted dtype) on ``norms``."""
+    if not tensors:
+        return 0.0
+    dtype = tensors[0]._data.dtype
+    for t in tensors:
+        if t._data.dtype not in _NORMED_AS_IS:
+            return None
+        if t._data.dtype != dtype:
+            dtype = np.promote_types(dtype, t._data.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # a nan or inf norm: silently, as torch
+        return float(_vector_norm(np.array(norms, dtype=dtype), 2.0))

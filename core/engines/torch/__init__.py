@@ -14,6 +14,7 @@ from typing import Any, Final
 import torch
 
 from ...hookspecs._stats import GradSummary, TensorSummary
+from .._grad_norms import forget
 from .._protocol import (
     BackwardBegin,
     BackwardEnd,
@@ -121,13 +122,22 @@ class TorchEngine:
         return _kernels.zero_nonfinite_(tensors)
 
     def unscale_(self, tensors: Sequence[Any], inv_scale: float) -> bool:
-        return _kernels.unscale_(tensors, inv_scale)
+        found_inf = _kernels.unscale_(tensors, inv_scale)
+        forget(tensors)  # written with no version bump: their shared norms are stale
+        return found_inf
 
     def dtype_name(self, tensor: Any) -> str:
         return _kernels.dtype_name(tensor)
 
     def running_loss_scaler(self) -> str | None:
         return "torch.amp.GradScaler" if _private.grad_scaler_stepping() else None
+
+    # ------------------------------------------------------------------ gradient norms (summary)
+    def grad_norms(self, tensors: Sequence[Any]) -> list[float | None]:
+        return _kernels.grad_norms(tensors)
+
+    def total_norm_of(self, tensors: Sequence[Any], norms: Sequence[float]) -> float | None:
+        return _kernels.total_norm_of(tensors, norms)
 
     def __repr__(self) -> str:
         return f"TorchEngine(torch {torch.__version__})"

@@ -531,3 +531,52 @@ def _counts(group: list[torch.Tensor]) -> torch.Tensor:
 
 def _bad_counts(group: list[torch.Tensor]) -> torch.Tensor:
     return torch.stack([(~torch.isfinite(t)).sum() for t in group])
+
+
+# ---------------------------------------------------- gradient norms (summary)
+# (the kernels behind hookgrad.engines.grad_norms, on torch tensors)
+_NORMED_AS_IS: Final = (torch.float32, torch.float64)
+"""Dtypes normed in their own precision, as clip_grad_norm_ norms them (the others in float32)."""
+
+
+def grad_norms(tensors: Sequence[torch.Tensor | None]) -> list[float | None]:
+    """:meth:`hookgrad.engines.Engine.grad_norms`: one ``torch._foreach_norm`` per device and
+    dtype (a model's gradients: one), stacked, one ``tolist()`` per device."""
+    present = [t for t in tensors if t is not None]
+    if not present:
+        return [None] * len(tensors)
+    first = present[0]
+    device, dtype = first.device, first.dtype
+    if all(t.dtype == dtype and t.device == device for t in present):
+        # No no_grad (2 us): the norms go straight to the host, no graph outlives this line.
+        norms = torch._foreach_norm(present, 2.0, dtype=_norm_dtype(dtype))
+        values: list[Any] = torch.stack(norms).tolist()
+    else:
+        values = _per_group(present, _norm_rows)
+    if len(present) == len(tensors):
+        return values
+    found = iter(values)
+    return [None if t is None else next(found) for t in tensors]
+
+
+def total_norm_of(tensors: Sequence[torch.Tensor], norms: Sequence[float]) -> float | None:
+    """:meth:`hookgrad.engines.Engine.total_norm_of`: ``get_total_norm``'s second step
+    (``vector_norm`` of the stacked per-tensor norms) on a CPU tensor of ``norms``, for CPU
+    tensors of one float32 or float64 dtype (how torch orders several groups is its own)."""
+    if not tensors:
+        return 0.0
+    dtype = tensors[0].dtype
+    if dtype not in _NORMED_AS_IS or not all(t.is_cpu and t.dtype == dtype for t in tensors):
+        return None
+    # The norms' tensor through numpy: 3x torch.tensor's speed, the same float32/64 values.
+    stacked = torch.from_numpy(np.array(norms, dtype=_HOST_SCALARS[dtype]))
+    return torch.linalg.vector_norm(stacked, 2.0).item()
+
+
+def _norm_dtype(dtype: torch.dtype) -> torch.dtype | None:
+    """The dtype ``_foreach_norm`` accumulates and returns a ``dtype`` tensor's norm in."""
+    return None if dtype in _NORMED_AS_IS else torch.float32
+
+
+def _norm_rows(group: list[torch.Tensor]) -> torch.Tensor:
+    return torch.stack(torch._foreach_norm(group, 2.0, dtype=_norm_dtype(group[0].dtype)))

@@ -1,0 +1,108 @@
+"""The per-step gradient summary: each gradient's 2-norm, computed once and shared by every plugin.
+
+Several plugins need the norms of the same gradients at the same optimizer step (nan_guard for
+finiteness, grad_stats for its records, grad_clip for the total norm). :func:`grad_norms`
+computes them with the engine's :meth:`~hookgrad.engines.Engine.grad_norms` kernel (one
+device sync for the batch) and remembers each value against the tensor's identity and version
+counter, so the next plugin asking gets it without device work, and a gradient changed since
+(in place: its version counter moved; or replaced: another tensor) is normed again.
+
+The cache holds weak references only: it never keeps a gradient alive, and an entry whose
+tensor died (its id possibly reused by a new tensor) is never returned. Kernels that write a
+tensor without moving its version counter (``unscale_``, as torch's
+``_amp_foreach_non_finite_check_and_unscale_`` does) call :func:`forget` on what they wrote.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._protocol import Engine
+
+__all__ = ["forget", "grad_norms"]
+
+_Entry = tuple["weakref.ReferenceType[Any]", int, "float | None"]
+"""(weak reference to the tensor, its version counter then, its 2-norm)."""
+
+_CACHE: dict[int, _Entry] = {}
+"""id(tensor) -> its entry; checked against the tensor itself on every read."""
+
+_MIN_LIMIT = 256
+_limit = _MIN_LIMIT
+"""Entries past which the dead ones are swept (then twice the live ones, at least 256)."""
+
+
+def grad_norms(tensors: Sequence[Any]) -> list[float | None]:
+    """The 2-norm of each tensor (None for None), from this step's shared summary.
+
+    Values already computed for the very same tensor at its current version counter are
+    returned as they are; the others are computed together by their engine (one device sync)
+    and kept for the next caller. A norm is nan or inf when the tensor holds a NaN or an Inf,
+    or when a huge finite entry's square overflows (confirm with
+    :meth:`~hookgrad.engines.Engine.first_nonfinite` before calling a gradient non-finite).
+    float32 and float64 tensors are normed in their own dtype (as ``clip_grad_norm_`` norms
+    each of them), narrower floats in float32.
+
+    Changes the cache cannot see: writes through a tensor's storage that leave its version
+    counter alone (``tensor.data``, the numpy array under a hookgrad tensor).
+    """
+    norms: list[float | None] = [None] * len(tensors)
+    missing: list[int] = []
+    cache = _CACHE
+    for i, t in enumerate(tensors):
+        if t is None:
+            continue
+        entry = cache.get(id(t))
+        if entry is not None and entry[1] == t._version and entry[0]() is t:
+            norms[i] = entry[2]
+        else:
+            missing.append(i)
+    if missing:
+        _compute(tensors, missing, norms)
+    return norms
+
+
+def forget(tensors: Sequence[Any]) -> None:
+    """Drop the cached norms of ``tensors``: they were written without a version bump."""
+    if _CACHE:
+        for t in tensors:
+            if t is not None:
+                _CACHE.pop(id(t), None)
+
+
+def _compute(tensors: Sequence[Any], missing: list[int], norms: list[float | None]) -> None:
+    """Norm ``tensors[i]`` for each i in ``missing`` (by engine), into ``norms`` and the cache."""
+    by_type: dict[type, list[int]] = {}  # a tensor type is of one engine
+    for i in missing:
+        by_type.setdefault(type(tensors[i]), []).append(i)
+    cache = _CACHE
+    for indices in by_type.values():
+        batch = [tensors[i] for i in indices]
+        engine = _engine_of(batch[0])
+        for i, t, norm in zip(indices, batch, engine.grad_norms(batch), strict=True):
+            norms[i] = norm
+            cache[id(t)] = (weakref.ref(t), t._version, norm)
+    if len(cache) > _limit:
+        _sweep()
+
+
+def _sweep() -> None:
+    """Drop the entries of dead tensors; the limit follows the live ones, so sweeps stay rare."""
+    global _limit
+    # list() copies the items at once, so another thread's insert cannot break the loop.
+    dead = [key for key, (ref, _, _) in list(_CACHE.items()) if ref() is None]
+    for key in dead:
+        _CACHE.pop(key, None)
+    _limit = max(_MIN_LIMIT, 2 * len(_CACHE))
+
+
+def _engine_of(tensor: Any) -> Engine:
+    from . import engine_of  # not at the top: hookgrad.engines imports this module
+
+    engine = engine_of(tensor)
+    if engine is None:
+        raise TypeError(f"grad_norms() takes tensors, got {type(tensor).__name__}")
+    return engine
