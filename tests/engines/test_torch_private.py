@@ -114,3 +114,29 @@ def test_grad_scaler_step_calls_optimizer_step_from_its_own_frame(fused: bool) -
         handle.remove()
     assert seen == [True, False]
     assert not _private.grad_scaler_stepping()
+
+
+def test_the_foreach_kernels_compute_what_the_kernels_rely_on() -> None:
+    """foreach_norm/mul_/clamp_min_/clamp_max_/sub equal their one-tensor counterparts."""
+    a = [torch.tensor([3.0, -4.0]), torch.tensor([[1.0, -2.0], [2.0, 0.5]], dtype=torch.float64)]
+    norms = _private.foreach_norm(a, 2.0, dtype=torch.float64)
+    assert [n.dtype for n in norms] == [torch.float64] * 2
+    assert [float(n) for n in norms] == [float(torch.linalg.vector_norm(t)) for t in a]
+    b = [t.clone() for t in a]
+    _private.foreach_mul_(b, 0.5)
+    assert all(torch.equal(x, y * 0.5) for x, y in zip(b, a))
+    _private.foreach_clamp_min_(b, -0.5)
+    _private.foreach_clamp_max_(b, 0.5)
+    assert all(torch.equal(x, (y * 0.5).clamp(-0.5, 0.5)) for x, y in zip(b, a))
+    moved = _private.foreach_sub(a, b)
+    assert all(torch.equal(m, x - y) for m, x, y in zip(moved, a, b))
+
+
+def test_amp_unscale_multiplies_in_place_and_flags_non_finite_entries() -> None:
+    """amp_unscale_ scales every tensor by inv_scale and sets found_inf to 1 on inf or NaN."""
+    grads = [torch.tensor([2.0, 4.0]), torch.tensor([8.0])]
+    found_inf, inv = torch.zeros(1), torch.full((1,), 0.5)
+    _private.amp_unscale_(grads, found_inf, inv)
+    assert [g.tolist() for g in grads] == [[1.0, 2.0], [4.0]] and found_inf.item() == 0.0
+    _private.amp_unscale_([torch.tensor([1.0, float("nan")])], found_inf, inv)
+    assert found_inf.item() == 1.0

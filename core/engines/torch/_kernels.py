@@ -28,6 +28,7 @@ from torch.nn.utils import get_total_norm
 
 from ...hookspecs._stats import GradSummary, TensorSummary, grad_summary
 from .._protocol import Clamped
+from . import _private
 
 __all__ = [
     "agc_clip_",
@@ -207,7 +208,7 @@ def clip_with_norm_(
     coefficient = _clip_coefficient(max_norm, total_norm, dtype)
     if coefficient != 1.0:
         with torch.no_grad():
-            torch._foreach_mul_(present, coefficient)
+            _private.foreach_mul_(present, coefficient)
     return coefficient
 
 
@@ -239,8 +240,8 @@ def clamp(tensors: Sequence[torch.Tensor | None], limit: float, *, in_place: boo
         pre = get_total_norm(present, 2.0)
         outside = torch.stack([(t.abs() > limit).any() for t in present]).any()
         if in_place:  # clip_grad_value_
-            torch._foreach_clamp_min_(present, -limit)
-            torch._foreach_clamp_max_(present, limit)
+            _private.foreach_clamp_min_(present, -limit)
+            _private.foreach_clamp_max_(present, limit)
             clamped = tuple(tensors)
         else:
             clamped = tuple(None if t is None else t.clamp(-limit, limit) for t in tensors)
@@ -406,9 +407,9 @@ def diff_norms(
     pairs = [(a, b) for a, b in zip(after, before, strict=True) if a is not None and b is not None]
     if not pairs:
         return [None] * len(after)
-    moved = torch._foreach_sub([a.detach() for a, _ in pairs], [b for _, b in pairs])
+    moved = _private.foreach_sub([a.detach() for a, _ in pairs], [b for _, b in pairs])
     bases = [b for _, b in pairs]
-    norms = _to_host(torch._foreach_norm([*moved, *bases], 2, dtype=torch.float64))
+    norms = _to_host(_private.foreach_norm([*moved, *bases], 2, dtype=torch.float64))
     found = iter(zip(norms[: len(pairs)], norms[len(pairs) :], strict=True))
     return [None if a is None or b is None else next(found) for a, b in zip(after, before)]
 
@@ -474,7 +475,7 @@ def unscale_(tensors: Sequence[Any], inv_scale: float) -> bool:
                 )
             found_inf, inv = found[device]
             group = [grads[k] for k in positions]
-            torch._amp_foreach_non_finite_check_and_unscale_(group, found_inf, inv)
+            _private.amp_unscale_(group, found_inf, inv)
     return any(found_inf.item() for found_inf, _ in found.values())  # one sync per device
 
 
@@ -518,7 +519,7 @@ def _per_group(
 
 def _norms_finite(group: list[torch.Tensor]) -> torch.Tensor:
     dtype = torch.float32 if group[0].dtype in _HALF else None
-    return torch.stack(torch._foreach_norm(group, 2, dtype=dtype)).isfinite()
+    return torch.stack(_private.foreach_norm(group, 2, dtype=dtype)).isfinite()
 
 
 def _all_finite(group: list[torch.Tensor]) -> torch.Tensor:
@@ -549,7 +550,7 @@ def grad_norms(tensors: Sequence[torch.Tensor | None]) -> list[float | None]:
     device, dtype = first.device, first.dtype
     if all(t.dtype == dtype and t.device == device for t in present):
         # No no_grad (2 us): the norms go straight to the host, no graph outlives this line.
-        norms = torch._foreach_norm(present, 2.0, dtype=_norm_dtype(dtype))
+        norms = _private.foreach_norm(present, 2.0, dtype=_norm_dtype(dtype))
         values: list[Any] = torch.stack(norms).tolist()
     else:
         values = _per_group(present, _norm_rows)
@@ -579,4 +580,4 @@ def _norm_dtype(dtype: torch.dtype) -> torch.dtype | None:
 
 
 def _norm_rows(group: list[torch.Tensor]) -> torch.Tensor:
-    return torch.stack(torch._foreach_norm(group, 2.0, dtype=_norm_dtype(group[0].dtype)))
+    return torch.stack(_private.foreach_norm(group, 2.0, dtype=_norm_dtype(group[0].dtype)))

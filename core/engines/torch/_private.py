@@ -20,14 +20,36 @@ from torch.amp import GradScaler
 from torch.optim import optimizer as _optimizer
 
 __all__ = [
+    "amp_unscale_",
     "at_backward_end",
     "autograd_backward",
+    "foreach_clamp_max_",
+    "foreach_clamp_min_",
+    "foreach_mul_",
+    "foreach_norm",
+    "foreach_sub",
     "grad_scaler_stepping",
     "graph_task_id",
     "move_to_front",
     "set_autograd_backward",
     "step_stand_in",
 ]
+
+# The batched kernels torch's own gradient utilities are built on (clip_grad_norm_,
+# clip_grad_value_, GradScaler.unscale_): one launch for a list of tensors. Private names, so
+# they are looked up once, here; the canaries check what each computes.
+foreach_norm: Callable[..., tuple[torch.Tensor, ...]] = torch._foreach_norm
+"""``foreach_norm(tensors, ord, dtype=)``: the ``ord``-norm of each tensor (as
+``torch.linalg.vector_norm``), accumulated and returned in ``dtype``."""
+foreach_mul_: Callable[..., None] = torch._foreach_mul_
+"""``foreach_mul_(tensors, scalar_or_tensor)``: each tensor multiplied in place."""
+foreach_clamp_min_: Callable[..., None] = torch._foreach_clamp_min_
+foreach_clamp_max_: Callable[..., None] = torch._foreach_clamp_max_
+foreach_sub: Callable[..., tuple[torch.Tensor, ...]] = torch._foreach_sub
+"""``foreach_sub(a, b)``: ``a[i] - b[i]`` for each pair."""
+amp_unscale_: Callable[..., None] = torch._amp_foreach_non_finite_check_and_unscale_
+"""``amp_unscale_(tensors, found_inf, inv_scale)``: each tensor times ``inv_scale`` in place,
+``found_inf`` set to 1.0 if any entry was inf or NaN (GradScaler.unscale_'s kernel)."""
 
 
 def autograd_backward() -> Callable[..., Any]:
