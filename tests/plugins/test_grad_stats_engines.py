@@ -162,11 +162,11 @@ def test_norm_only_records_carry_the_full_records_norms(
     statistics' norms (over finite entries, 2.weight holding NaN/Inf too); a summary is
     computed only for a gradient whose shared norm is not finite."""
     full = records_on(lib, histogram_bins=0, grad_output=False)
-    engine = type(engine_named("torch" if lib is torch else "hookgrad"))
+    engine = engine_named("torch" if lib is torch else "hookgrad")
     summarised: list[int] = []
     real = engine.grad_summaries
     monkeypatch.setattr(
-        engine, "grad_summaries", lambda self, ts: summarised.append(len(ts)) or real(self, ts)
+        type(engine), "grad_summaries", lambda self, ts: summarised.append(len(ts)) or real(ts)
     )
     norms = records_on(lib, **NORMS_ONLY)
     assert summarised == [1, 1, 1]  # 2.weight: pre_clip, post_clip, the vetoed post_clip
@@ -203,16 +203,14 @@ def test_pipeline_shares_one_norm_pass_per_gradient_version(
     """nan_guard + grad_stats (norms) + grad_clip: the gradients are normed once before the
     clip (nan_guard's pass, reused by grad_stats and grad_clip) and once after it (the clip
     moved their version counters); no summary, no other norm kernel."""
-    engine = type(engine_named("torch" if lib is torch else "hookgrad"))
+    engine = engine_named("torch" if lib is torch else "hookgrad")
     calls: list[str] = []
     for name in ("grad_norms", "grad_summaries", "total_norms", "first_nonfinite"):
-        real = getattr(engine, name)
+        real = getattr(engine, name)  # bound: a method or a function the class binds
         monkeypatch.setattr(
-            engine,
+            type(engine),
             name,
-            lambda self, *a, _real=real, _name=name, **k: (
-                calls.append(_name) or _real(self, *a, **k)
-            ),
+            lambda self, *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k),
         )
     model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Linear(4, 1))
     optimizer = lib.optim.SGD(model.parameters(), lr=0.1)

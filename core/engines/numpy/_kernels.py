@@ -18,6 +18,7 @@ import numpy as np
 from ..._creation import from_numpy
 from ..._tensor import Tensor
 from ...nn.utils.clip_grad import _vector_norm, get_total_norm
+from .._grad_norms import forget
 from .._protocol import Clamped
 
 __all__ = [
@@ -222,6 +223,7 @@ def unscale_(tensors: Sequence[Any], inv_scale: float) -> bool:
             array = t._data
             found_inf = found_inf or not all_finite(array)
             np.multiply(array, factor, out=array)
+    forget(tensors)  # written with no version bump: their shared norms are stale
     return found_inf
 
 

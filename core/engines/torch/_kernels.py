@@ -27,6 +27,7 @@ import torch
 from torch.nn.utils import get_total_norm
 
 from ...hookspecs._stats import GradSummary, TensorSummary, grad_summary
+from .._grad_norms import forget
 from .._protocol import Clamped
 from . import _private
 
@@ -476,6 +477,7 @@ def unscale_(tensors: Sequence[Any], inv_scale: float) -> bool:
             found_inf, inv = found[device]
             group = [grads[k] for k in positions]
             _private.amp_unscale_(group, found_inf, inv)
+    forget(grads)  # written with no version bump: their shared norms are stale
     return any(found_inf.item() for found_inf, _ in found.values())  # one sync per device
 
 
