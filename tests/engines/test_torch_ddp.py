@@ -171,3 +171,51 @@ def test_the_agreed_verdict_is_the_weightiest_then_the_lowest_rank() -> None:
         best = max(_encode(v, rank, world) for rank, v in enumerate(verdicts))
         assert _decode(best, world) == agreed
     assert _decode(max(_encode(STEP, rank, world) for rank in range(world)), world)[0] == STEP
+
+
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "examples" / "hookgrad.toml"
+AVERAGED = {("grad_scale", "skip_step"), ("grad_scale", "backoff"), ("grad_scale", "scale"),
+            ("grad_clip", "clip"), ("grad_stats", "param_grad")}  # fmt: skip
+"""Records made from the averaged gradients (or the agreed steps): the same on every rank."""
+
+
+def rank_records(folder: Path, rank: int) -> list[dict[str, Any]]:
+    """The plugin records of rank ``rank``'s event log, in order."""
+    lines = (folder / f"events.rank{rank}.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if "plugin" in r]
+
+
+def test_ddp_under_the_example_config_keeps_the_ranks_identical(tmp_path: Path) -> None:
+    """The demo MLP in DDP under examples/hookgrad.toml, a data shard per rank, a NaN in rank
+    1's module "2" at one step: both ranks skip that step and back the loss scale off alike,
+    clip alike, and end with the same parameters bit for bit; each log holds its own rank's
+    records, module names without "module."; only rank 1's nan_guard names module "2"."""
+    steps, nan_step = 12, 5
+    first, second = run_ranks(
+        2, "example", str(EXAMPLE_CONFIG), str(tmp_path), str(steps), str(nan_step)
+    )
+    assert first["initial"] == second["initial"]
+    assert first["final"] == second["final"]
+    assert all(first["final"][name] != first["initial"][name] for name in first["final"])
+    logs = [rank_records(tmp_path, rank) for rank in (0, 1)]
+    for rank, records in enumerate(logs):
+        assert {r["rank"] for r in records} == {rank}
+        assert not [r for r in records if (r["module_name"] or "").startswith("module")]
+    averaged = [
+        [(r["step"], r["plugin"], r["kind"], r["module_name"], r["data"]) for r in records
+         if (r["plugin"], r["kind"]) in AVERAGED]
+        for records in logs
+    ]  # fmt: skip
+    assert averaged[0] == averaged[1]
+    decisions = [(step, kind) for step, plugin, kind, *_ in averaged[0] if kind != "scale"]
+    skipped = nan_step - 1  # runtime steps count from 0
+    assert [(s, k) for s, k in decisions if k != "param_grad"] == [
+        *((step, "clip") for step in range(skipped)),
+        (skipped, "skip_step"),
+        (skipped, "backoff"),
+        *((step, "clip") for step in range(skipped + 1, steps)),
+    ]
+    guards = [[(r["step"], r["module_name"], r["data"]["role"]) for r in records
+               if r["plugin"] == "nan_guard"] for records in logs]  # fmt: skip
+    assert guards[0] == []
+    assert (skipped, "2", "producer") in guards[1]
