@@ -55,6 +55,9 @@ _WRAPPERS: Final = (
 )
 """Modules that stand for the model they hold as ``.module`` (see :func:`unwrap`)."""
 
+_PLAIN: Final[set[type]] = set()
+"""Module classes seen that are no wrapper and not torch.compile's: :func:`unwrap`'s fast path."""
+
 
 class _CallGrads:
     """One hooked module call, gathering its gradients until its events can fire."""
@@ -302,7 +305,16 @@ def observe_module_calls(begin: Callable[[Any], None], end: Callable[[Any], None
 
 
 def unwrap(module: Any) -> Any:
-    """The model a DistributedDataParallel or DataParallel wrapper holds, else ``module``."""
-    while isinstance(module, _WRAPPERS):
-        module = module.module
-    return module
+    """The model a DistributedDataParallel or DataParallel wrapper holds, or ``torch.compile``
+    compiled (in any nesting), else ``module``. Called at every module call: a class once
+    found to be neither is remembered, so its instances cost one set lookup."""
+    if type(module) in _PLAIN:
+        return module
+    while True:
+        if isinstance(module, _WRAPPERS):
+            module = module.module
+        elif (original := _private.compiled_original(module)) is not None:
+            module = original
+        else:
+            _PLAIN.add(type(module))
+            return module
