@@ -135,6 +135,7 @@ def test_dynamo_breaks_the_graph_at_get_ident_and_runs_such_a_hook_at_every_call
 
     from torch.nn.modules.module import register_module_forward_hook
 
+    torch.compiler.reset()  # no code compiled by an earlier test is reused
     calls: list[int] = []
     handle = register_module_forward_hook(lambda *args: calls.append(threading.get_ident()))
     net = torch.nn.Linear(2, 2)
