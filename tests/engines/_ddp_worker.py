@@ -207,12 +207,18 @@ def _digests(model: torch.nn.Module) -> dict[str, str]:
     }
 
 
+def print_much(rank: int) -> dict[str, Any]:
+    """An output larger than a pipe's buffer (64 KiB on Linux), from every rank."""
+    return {"rank": rank, "filler": "x" * 200_000}
+
+
 SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
     "observe": observe,
     "logs": write_logs,
     "veto": veto_on_rank_one,
     "raise": raise_on_rank_one,
     "example": train_under_config,
+    "loud": print_much,
 }
 
 

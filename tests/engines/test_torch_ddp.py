@@ -6,9 +6,11 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -37,27 +39,53 @@ def run_ranks(world: int, scenario: str, *extra: str) -> list[dict[str, Any]]:
 
 
 def _attempt(world: int, port: int, extra: tuple[str, ...]) -> list[dict[str, Any]] | None:
-    ranks = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), str(rank), str(world), str(port), *extra],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in range(world)
-    ]
-    outputs = []
-    try:
-        for process in ranks:
-            out, err = process.communicate(timeout=120)
-            if process.returncode != 0 and "Address already in use" in err:
-                return None
-            assert process.returncode == 0, err
-            outputs.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for process in ranks:
-            process.kill()
-    return outputs
+    """Run the ranks once; None if the port was taken. Each rank writes to files, not pipes:
+    a rank blocked on a full pipe that the test reads only later would hang the others."""
+    with ExitStack() as files:
+        streams = [
+            (files.enter_context(tempfile.TemporaryFile("w+")),
+             files.enter_context(tempfile.TemporaryFile("w+")))
+            for _ in range(world)
+        ]  # fmt: skip
+        ranks = [
+            subprocess.Popen(
+                [sys.executable, str(WORKER), str(rank), str(world), str(port), *extra],
+                stdout=out,
+                stderr=err,
+                text=True,
+            )
+            for rank, (out, err) in enumerate(streams)
+        ]
+        try:
+            return [_output(process, *files) for process, files in zip(ranks, streams)]
+        except _PortTaken:
+            return None
+        finally:
+            for process in ranks:
+                process.kill()
+
+
+class _PortTaken(Exception):
+    """A rank could not bind the loopback port: another process took it meanwhile."""
+
+
+def _output(process: subprocess.Popen[str], out: IO[str], err: IO[str]) -> dict[str, Any]:
+    """The last JSON line a rank printed, once it ended (in time, with success)."""
+    process.wait(timeout=120)
+    out.seek(0)
+    err.seek(0)
+    error = err.read()
+    if process.returncode != 0 and "Address already in use" in error:
+        raise _PortTaken
+    assert process.returncode == 0, error
+    return dict(json.loads(out.read().strip().splitlines()[-1]))
+
+
+def test_ranks_printing_more_than_a_pipe_holds_all_end() -> None:
+    """Every rank prints 200 kB before its final barrier: none blocks on its output while the
+    launcher waits for another, so all end and their outputs arrive whole."""
+    outputs = run_ranks(2, "loud")
+    assert [(o["rank"], len(o["filler"])) for o in outputs] == [(0, 200_000), (1, 200_000)]
 
 
 def test_backward_end_sees_averaged_gradients_and_a_veto_holds_on_every_rank() -> None:
