@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from hookgrad._demo import make_task
+from hookgrad.hookspecs import ForwardEvent, hookimpl
 from hookgrad.runtime import Runtime
 
 torch = pytest.importorskip("torch")
@@ -34,14 +35,17 @@ def _train(
     compiled: str | None, backend: str = "eager", config: Any = EXAMPLE_CONFIG, **options: Any
 ) -> tuple[str, dict[str, Any]]:
     """STEPS steps of the demo MLP on torch under ``config``, a NaN in the input of step
-    NAN_AT; ``compiled``: None, "model" (``torch.compile(model)``) or "step" (the function
-    doing forward, backward and optimizer step compiled), the model given to
+    NAN_AT; ``compiled``: None, "model" (``torch.compile(model)``), "model called before"
+    (and called once before the runtime starts) or "step" (the function doing forward,
+    backward and optimizer step compiled), the model given to
     ``runtime.watch``. The plugin records as JSON text, and the final weights."""
     torch.compiler.reset()  # compile afresh: no code compiled by an earlier run is reused
     task = make_task("mlp", seed=1, engine="torch")
     model = task.model
-    if compiled == "model":
+    if compiled in ("model", "model called before"):
         model = torch.compile(task.model, backend=backend, **options)
+    if compiled == "model called before":  # compiled before the runtime installs its hooks
+        model(task.x)
     optimizer = torch.optim.SGD(task.model.parameters(), lr=task.lr, momentum=0.9)
 
     def step(x: Any) -> None:
@@ -64,12 +68,13 @@ def _train(
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # torch's notes on hooks and graph breaks
-@pytest.mark.parametrize("compiled", ["model", "step"])
+@pytest.mark.parametrize("compiled", ["model", "model called before", "step"])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_compiled_training_writes_the_records_of_the_uncompiled_one(
     compiled: str, backend: str
 ) -> None:
-    """Under examples/hookgrad.toml, a compiled model or training step: the plugin records
+    """Under examples/hookgrad.toml, a compiled model (even one first run before the runtime
+    started) or training step: the plugin records
     (module names without "_orig_mod.", the NaN step skipped, clipping, loss scale) and the
     final weights are those of the uncompiled run: exactly with the eager and aot_eager
     backends, which run torch's own kernels; the same records with values to float32
@@ -104,7 +109,7 @@ def test_fullgraph_compile_refuses_module_plugins_and_takes_loop_point_ones() ->
     the first call, naming the runtime's hook; with loop-point plugins only (grad_clip) and
     the model watched, no module hook is installed: the model compiles whole and the records
     and weights (NaN from step NAN_AT on: no guard) are the uncompiled run's."""
-    with pytest.raises(torch._dynamo.exc.Unsupported, match="get_ident"):
+    with pytest.raises(torch._dynamo.exc.Unsupported, match=r"torch\.compiler\.disable"):
         _train("model", fullgraph=True)
     clip_only = {"plugins": {"grad_clip": {"max_norm": 0.5}}}
     expected, weights = _train(None, config=clip_only)
@@ -112,3 +117,35 @@ def test_fullgraph_compile_refuses_module_plugins_and_takes_loop_point_ones() ->
     assert '"grad_clip"' in expected
     assert records == expected
     torch.testing.assert_close(compiled_weights, weights, rtol=0, atol=0, equal_nan=True)
+
+
+class _ForwardNames:
+    """Records the module name of every hookgrad_forward event."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    @hookimpl
+    def hookgrad_forward(self, event: ForwardEvent) -> None:
+        self.names.append(event.module_name)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_forward_events_of_a_compiled_model_fire_at_every_call_and_stop_with_the_runtime(
+    backend: str,
+) -> None:
+    """A plugin on forward events sees each call of a compiled model's modules, named as in
+    the model, at every call; once the runtime is closed, calls of the same compiled code
+    reach it no more."""
+    torch.compiler.reset()
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    model = torch.compile(net, backend=backend)
+    plugin = _ForwardNames()
+    with Runtime({}, environ={}, engine="torch") as runtime:
+        runtime.register(plugin)
+        for _ in range(3):
+            model(torch.ones(4, 2)).sum().backward()
+    assert plugin.names == ["0", "1", "2", ""] * 3
+    model(torch.ones(4, 2)).sum().backward()
+    assert len(plugin.names) == 12

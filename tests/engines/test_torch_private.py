@@ -124,27 +124,3 @@ def test_torch_compile_wraps_a_module_as_an_optimized_module_holding_it() -> Non
     assert _private.compiled_original(compiled) is net
     assert _private.compiled_original(net) is None
     assert [name for name, _ in compiled.named_modules()] == ["", "_orig_mod", "_orig_mod.0"]
-
-
-@pytest.mark.filterwarnings("ignore::UserWarning")  # torch's notes on hooks and graph breaks
-def test_dynamo_breaks_the_graph_at_get_ident_and_runs_such_a_hook_at_every_call() -> None:
-    """A global module forward hook that first calls threading.get_ident (as the runtime's
-    owner check does) runs at each call of a compiled model, not once when traced; under
-    fullgraph=True dynamo refuses it, naming get_ident."""
-    import threading
-
-    from torch.nn.modules.module import register_module_forward_hook
-
-    torch.compiler.reset()  # no code compiled by an earlier test is reused
-    calls: list[int] = []
-    handle = register_module_forward_hook(lambda *args: calls.append(threading.get_ident()))
-    net = torch.nn.Linear(2, 2)
-    try:
-        compiled = torch.compile(net, backend="eager")
-        for _ in range(3):
-            compiled(torch.ones(1, 2))
-        with pytest.raises(torch._dynamo.exc.Unsupported, match="get_ident"):
-            torch.compile(torch.nn.Linear(2, 2), backend="eager", fullgraph=True)(torch.ones(2))
-    finally:
-        handle.remove()
-    assert len(calls) == 3 * 2  # the Linear and the OptimizedModule around it, each call

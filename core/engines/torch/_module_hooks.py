@@ -46,6 +46,7 @@ from torch.utils.weak import WeakTensorKeyDictionary
 
 from .._protocol import Grads, HandleGroup, ModuleCall, ModuleHooks, Removable
 from . import _private
+from ._compile import forget_compiled_code
 
 __all__ = ["install_module_hooks", "observe_module_calls", "unwrap"]
 
@@ -245,6 +246,8 @@ def install_module_hooks(hooks: ModuleHooks, *, backward: bool) -> Removable:
         return frames
 
     def forward_pre(module: torch.nn.Module, args: tuple[Any, ...]) -> Any:
+        if torch.compiler.is_compiling():  # run, never traced, by torch.compile (._compile)
+            return torch.compiler.disable(forward_pre)(module, args)
         call, new_args = hooks.forward_pre(module, args)
         if new_args is not None:
             args = new_args if isinstance(new_args, tuple) else (new_args,)
@@ -259,6 +262,8 @@ def install_module_hooks(hooks: ModuleHooks, *, backward: bool) -> Removable:
         return new_args
 
     def forward(module: torch.nn.Module, args: tuple[Any, ...], *rest: Any) -> Any:
+        if torch.compiler.is_compiling():
+            return torch.compiler.disable(forward)(module, args, *rest)
         frames = stack()
         frame = frames.pop() if frames else None  # empty: the call began before installing
         if len(rest) != 2:  # torch calls an always_call hook as (module, args, None) on failure
@@ -281,6 +286,7 @@ def install_module_hooks(hooks: ModuleHooks, *, backward: bool) -> Removable:
                 frame.call = None
         return replaced
 
+    forget_compiled_code()
     pre_handle = register_module_forward_pre_hook(forward_pre)
     post_handle = register_module_forward_hook(forward, with_kwargs=True, always_call=True)
     return HandleGroup((pre_handle, post_handle))
@@ -291,11 +297,16 @@ def observe_module_calls(begin: Callable[[Any], None], end: Callable[[Any], None
     raised), through torch's global forward hooks."""
 
     def pre(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        if torch.compiler.is_compiling():
+            return torch.compiler.disable(pre)(module, args)  # type: ignore[no-any-return]
         begin(module)
 
     def post(module: torch.nn.Module, args: tuple[Any, ...], output: Any = None) -> None:
+        if torch.compiler.is_compiling():
+            return torch.compiler.disable(post)(module, args, output)  # type: ignore[no-any-return]
         end(module)
 
+    forget_compiled_code()
     return HandleGroup(
         (
             register_module_forward_pre_hook(pre),
