@@ -298,12 +298,12 @@ def observe_module_calls(begin: Callable[[Any], None], end: Callable[[Any], None
 
     def pre(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
         if torch.compiler.is_compiling():
-            return torch.compiler.disable(pre)(module, args)  # type: ignore[no-any-return]
+            return torch.compiler.disable(pre)(module, args)
         begin(module)
 
     def post(module: torch.nn.Module, args: tuple[Any, ...], output: Any = None) -> None:
         if torch.compiler.is_compiling():
-            return torch.compiler.disable(post)(module, args, output)  # type: ignore[no-any-return]
+            return torch.compiler.disable(post)(module, args, output)
         end(module)
 
     forget_compiled_code()
