@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +116,9 @@ def install_distribution(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Call
 
     Installs a throwaway distribution into ``tmp_path/site`` as pip would leave it (a
     ``.dist-info`` folder with METADATA and ``entry_points.txt`` in the ``hookgrad.plugins``
-    group, beside its modules), puts that folder on ``sys.path`` for this test and returns
+    group, beside its modules; the folder named with the escaped name, ``a_b-1.0.dist-info``
+    for ``a-b``, else importlib.metadata reads ``a-b-1.0`` as a distribution ``a`` that
+    shadows an installed ``a``, hookgrad's built-ins for ``hookgrad-x``), puts that folder on ``sys.path`` for this test and returns
     it: give it to a subprocess as ``PYTHONPATH``. No build, no network.
     """
     site = tmp_path / "site"
@@ -123,7 +126,7 @@ def install_distribution(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Call
     def install(
         dist: str, version: str, entry_points: dict[str, str], files: dict[str, str]
     ) -> Any:
-        info = site / f"{dist}-{version}.dist-info"
+        info = site / f"{re.sub(r'[-_.]+', '_', dist)}-{version}.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8"

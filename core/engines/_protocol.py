@@ -176,8 +176,9 @@ class Engine(Protocol):
 
     def unwrap(self, module: Any) -> Any:
         """The model a wrapper module stands for (torch's DistributedDataParallel and
-        DataParallel: the module they wrap), else ``module`` itself. Events and parameter names
-        skip the wrapper: ``DDP(net)`` is named as ``net`` is."""
+        DataParallel: the module they wrap; what ``torch.compile(net)`` returns: ``net``), else
+        ``module`` itself. Events and parameter names skip the wrapper: ``DDP(net)`` is named
+        as ``net`` is."""
         ...
 
     # ------------------------------------------------------------------ distributed agreement (ddp)

@@ -1,5 +1,5 @@
 """One rank of tests/engines/test_torch_ddp.py: ``python _ddp_worker.py RANK WORLD PORT SCENARIO
-[DIR]``.
+[ARG...]`` (the scenario's arguments).
 
 Each scenario runs in a gloo process group on loopback and returns what the test checks, which
 is printed as one JSON line; then every rank meets at a barrier, so no rank tears gloo down
@@ -8,6 +8,8 @@ while another still talks to it.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -19,6 +21,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from hookgrad._demo import NanInjection, make_task, run
 from hookgrad.engines import engine_named
 from hookgrad.hookspecs import (
     OptimizerStepPostEvent,
@@ -172,11 +175,50 @@ def _runtime_on_torch(
                 loop.detach()
 
 
+def train_under_config(
+    rank: int, config: str, folder: str, steps: str, nan_step: str
+) -> dict[str, Any]:
+    """Train the demo MLP wrapped in DDP for ``steps`` steps under ``config`` on torch, each
+    rank on its own shard of the data (every world-th point from its rank on), rank 1's module
+    "2" producing a NaN in the backward of training step ``nan_step`` (from 1); logs to
+    DIR/events.jsonl. Digests of the parameters' bytes
+    by name, at the start and at the end (digests: a rank's output must fit a pipe's buffer).
+    """
+    world = dist.get_world_size()
+    task = make_task("mlp", seed=1, engine="torch")
+    net = task.model
+    shard = dataclasses.replace(
+        task, model=DistributedDataParallel(net), x=task.x[rank::world], y=task.y[rank::world]
+    )
+    injection = NanInjection(int(nan_step), "module.2") if rank == 1 else None
+    initial = _digests(net)
+    overrides = {"engine": "torch", "events": {"jsonl": f"{folder}/events.jsonl"}}
+    with Runtime(config, overrides=overrides, environ={}) as runtime:
+        for _ in run(shard, int(steps), int(steps), runtime=runtime, inject_nan=injection):
+            pass
+    return {"initial": initial, "final": _digests(net)}
+
+
+def _digests(model: torch.nn.Module) -> dict[str, str]:
+    """The SHA-256 of each parameter's bytes, by name: equal digests, equal bits."""
+    return {
+        name: hashlib.sha256(value.numpy().tobytes()).hexdigest()
+        for name, value in model.state_dict().items()
+    }
+
+
+def print_much(rank: int) -> dict[str, Any]:
+    """An output larger than a pipe's buffer (64 KiB on Linux), from every rank."""
+    return {"rank": rank, "filler": "x" * 200_000}
+
+
 SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
     "observe": observe,
     "logs": write_logs,
     "veto": veto_on_rank_one,
     "raise": raise_on_rank_one,
+    "example": train_under_config,
+    "loud": print_much,
 }
 
 

@@ -6,9 +6,11 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -37,27 +39,53 @@ def run_ranks(world: int, scenario: str, *extra: str) -> list[dict[str, Any]]:
 
 
 def _attempt(world: int, port: int, extra: tuple[str, ...]) -> list[dict[str, Any]] | None:
-    ranks = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), str(rank), str(world), str(port), *extra],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in range(world)
-    ]
-    outputs = []
-    try:
-        for process in ranks:
-            out, err = process.communicate(timeout=120)
-            if process.returncode != 0 and "Address already in use" in err:
-                return None
-            assert process.returncode == 0, err
-            outputs.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for process in ranks:
-            process.kill()
-    return outputs
+    """Run the ranks once; None if the port was taken. Each rank writes to files, not pipes:
+    a rank blocked on a full pipe that the test reads only later would hang the others."""
+    with ExitStack() as files:
+        streams = [
+            (files.enter_context(tempfile.TemporaryFile("w+")),
+             files.enter_context(tempfile.TemporaryFile("w+")))
+            for _ in range(world)
+        ]  # fmt: skip
+        ranks = [
+            subprocess.Popen(
+                [sys.executable, str(WORKER), str(rank), str(world), str(port), *extra],
+                stdout=out,
+                stderr=err,
+                text=True,
+            )
+            for rank, (out, err) in enumerate(streams)
+        ]
+        try:
+            return [_output(process, *files) for process, files in zip(ranks, streams)]
+        except _PortTaken:
+            return None
+        finally:
+            for process in ranks:
+                process.kill()
+
+
+class _PortTaken(Exception):
+    """A rank could not bind the loopback port: another process took it meanwhile."""
+
+
+def _output(process: subprocess.Popen[str], out: IO[str], err: IO[str]) -> dict[str, Any]:
+    """The last JSON line a rank printed, once it ended (in time, with success)."""
+    process.wait(timeout=120)
+    out.seek(0)
+    err.seek(0)
+    error = err.read()
+    if process.returncode != 0 and "Address already in use" in error:
+        raise _PortTaken
+    assert process.returncode == 0, error
+    return dict(json.loads(out.read().strip().splitlines()[-1]))
+
+
+def test_ranks_printing_more_than_a_pipe_holds_all_end() -> None:
+    """Every rank prints 200 kB before its final barrier: none blocks on its output while the
+    launcher waits for another, so all end and their outputs arrive whole."""
+    outputs = run_ranks(2, "loud")
+    assert [(o["rank"], len(o["filler"])) for o in outputs] == [(0, 200_000), (1, 200_000)]
 
 
 def test_backward_end_sees_averaged_gradients_and_a_veto_holds_on_every_rank() -> None:
@@ -171,3 +199,51 @@ def test_the_agreed_verdict_is_the_weightiest_then_the_lowest_rank() -> None:
         best = max(_encode(v, rank, world) for rank, v in enumerate(verdicts))
         assert _decode(best, world) == agreed
     assert _decode(max(_encode(STEP, rank, world) for rank in range(world)), world)[0] == STEP
+
+
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "examples" / "hookgrad.toml"
+AVERAGED = {("grad_scale", "skip_step"), ("grad_scale", "backoff"), ("grad_scale", "scale"),
+            ("grad_clip", "clip"), ("grad_stats", "param_grad")}  # fmt: skip
+"""Records made from the averaged gradients (or the agreed steps): the same on every rank."""
+
+
+def rank_records(folder: Path, rank: int) -> list[dict[str, Any]]:
+    """The plugin records of rank ``rank``'s event log, in order."""
+    lines = (folder / f"events.rank{rank}.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if "plugin" in r]
+
+
+def test_ddp_under_the_example_config_keeps_the_ranks_identical(tmp_path: Path) -> None:
+    """The demo MLP in DDP under examples/hookgrad.toml, a data shard per rank, a NaN in rank
+    1's module "2" at one step: both ranks skip that step and back the loss scale off alike,
+    clip alike, and end with the same parameters bit for bit; each log holds its own rank's
+    records, module names without "module."; only rank 1's nan_guard names module "2"."""
+    steps, nan_step = 12, 5
+    first, second = run_ranks(
+        2, "example", str(EXAMPLE_CONFIG), str(tmp_path), str(steps), str(nan_step)
+    )
+    assert first["initial"] == second["initial"]
+    assert first["final"] == second["final"]
+    assert all(first["final"][name] != first["initial"][name] for name in first["final"])
+    logs = [rank_records(tmp_path, rank) for rank in (0, 1)]
+    for rank, records in enumerate(logs):
+        assert {r["rank"] for r in records} == {rank}
+        assert not [r for r in records if (r["module_name"] or "").startswith("module")]
+    averaged = [
+        [(r["step"], r["plugin"], r["kind"], r["module_name"], r["data"]) for r in records
+         if (r["plugin"], r["kind"]) in AVERAGED]
+        for records in logs
+    ]  # fmt: skip
+    assert averaged[0] == averaged[1]
+    decisions = [(step, kind) for step, plugin, kind, *_ in averaged[0] if kind != "scale"]
+    skipped = nan_step - 1  # runtime steps count from 0
+    assert [(s, k) for s, k in decisions if k != "param_grad"] == [
+        *((step, "clip") for step in range(skipped)),
+        (skipped, "skip_step"),
+        (skipped, "backoff"),
+        *((step, "clip") for step in range(skipped + 1, steps)),
+    ]
+    guards = [[(r["step"], r["module_name"], r["data"]["role"]) for r in records
+               if r["plugin"] == "nan_guard"] for records in logs]  # fmt: skip
+    assert guards[0] == []
+    assert (skipped, "2", "producer") in guards[1]

@@ -140,3 +140,13 @@ def test_amp_unscale_multiplies_in_place_and_flags_non_finite_entries() -> None:
     assert [g.tolist() for g in grads] == [[1.0, 2.0], [4.0]] and found_inf.item() == 0.0
     _private.amp_unscale_([torch.tensor([1.0, float("nan")])], found_inf, inv)
     assert found_inf.item() == 1.0
+
+
+def test_torch_compile_wraps_a_module_as_an_optimized_module_holding_it() -> None:
+    """compiled_original: the module torch.compile(module) holds as _orig_mod (the reason
+    for "_orig_mod." before its names), None for a module not compiled."""
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    compiled = torch.compile(net, backend="eager")
+    assert _private.compiled_original(compiled) is net
+    assert _private.compiled_original(net) is None
+    assert [name for name, _ in compiled.named_modules()] == ["", "_orig_mod", "_orig_mod.0"]

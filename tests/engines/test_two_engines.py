@@ -1,5 +1,6 @@
 """One config, both engines: the demo trained on hookgrad and on torch from the same weights
-under ``examples/hookgrad.toml`` writes the same event records, NaN injection included."""
+under ``examples/hookgrad.toml`` writes the same event records, NaN injection included; so does
+the third-party plugin of ``examples/third_party_plugin``, installed."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from typing import Any
 import pytest
 
 from hookgrad._demo import NanInjection, make_task, run
-from hookgrad.runtime import Runtime
+from hookgrad.runtime import PluginCatalog, Runtime
 
 pytest.importorskip("torch")
 
-EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "examples" / "hookgrad.toml"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLE_CONFIG = EXAMPLES / "hookgrad.toml"
 STEPS = 30
 # float32 arithmetic in a different order (BLAS, reductions) drifts over training steps:
 # compare values to this relative tolerance, counts and names exactly.
@@ -22,11 +24,18 @@ REL = 2e-3
 ABS = 1e-6
 
 
-def _records(engine: str, model: str, injection: NanInjection | None) -> list[dict[str, Any]]:
-    """Every plugin record of a STEPS-step demo run on ``engine``, in order."""
+def _records(
+    engine: str,
+    model: str,
+    injection: NanInjection | None,
+    config: Path = EXAMPLE_CONFIG,
+) -> list[dict[str, Any]]:
+    """Every plugin record of a STEPS-step demo run on ``engine`` under ``config``, in order
+    (plugins from a fresh scan of the installed distributions)."""
     task = make_task(model, seed=1, engine=engine)
     overrides = {"engine": engine, "events": {"memory": True, "jsonl": None}}
-    with Runtime(EXAMPLE_CONFIG, overrides=overrides, environ={}) as runtime:
+    catalog = PluginCatalog()
+    with Runtime(config, overrides=overrides, environ={}, catalog=catalog) as runtime:
         for _ in run(task, STEPS, 10, runtime=runtime, inject_nan=injection):
             pass
         assert runtime.memory is not None
@@ -68,3 +77,34 @@ def test_both_engines_write_the_same_records(model: str, injection: NanInjection
     assert len(torch_records) == len(numpy_records)
     for i, (a, b) in enumerate(zip(numpy_records, torch_records)):
         _same(a, b, f"record {i} ({a['plugin']}/{a['kind']}, step {a['step']})")
+
+
+def test_an_installed_third_party_plugin_writes_the_same_records_on_torch(
+    install_distribution: Any, tmp_path: Path
+) -> None:
+    """examples/third_party_plugin's gradnorm, installed as a distribution and activated by a
+    [plugins.gradnorm] table added to examples/hookgrad.toml, unchanged: on the torch twin of
+    the demo MLP (same weights, NaN injection included) it writes the records it writes on the
+    hookgrad model."""
+    source = EXAMPLES / "third_party_plugin" / "src" / "hookgrad_gradnorm" / "__init__.py"
+    install_distribution(
+        "hookgrad-gradnorm-example",
+        "0.1.0",
+        {"gradnorm": "hookgrad_gradnorm:GradNormLogger"},
+        {"hookgrad_gradnorm/__init__.py": source.read_text(encoding="utf-8")},
+    )
+    config = tmp_path / "hookgrad.toml"
+    gradnorm = "\n[plugins.gradnorm]\nevery_n_steps = 3\n"
+    config.write_text(EXAMPLE_CONFIG.read_text(encoding="utf-8") + gradnorm, encoding="utf-8")
+    injection = NanInjection(13, "2")  # runtime step 12
+    numpy_records, torch_records = (
+        [r for r in _records(engine, "mlp", injection, config) if r["plugin"] == "gradnorm"]
+        for engine in ("hookgrad", "torch")
+    )
+    steps = {r["step"] for r in numpy_records}
+    assert steps == set(range(0, STEPS, 3))
+    assert {r["module_name"] for r in numpy_records} == {"", "0", "1", "2", "3", "4"}
+    assert any(math.isnan(r["data"]["grad_output_norm"]) for r in numpy_records)
+    assert len(torch_records) == len(numpy_records)
+    for i, (a, b) in enumerate(zip(numpy_records, torch_records)):
+        _same(a, b, f"record {i} ({a['module_name']!r}, step {a['step']})")

@@ -26,6 +26,7 @@ import torch
 from ...utils.hooks import HookDict, RemovableHandle
 from .._protocol import BackwardBegin, BackwardEnd
 from . import _private
+from ._compile import eager_only
 
 __all__ = ["observe_backward"]
 
@@ -67,6 +68,7 @@ def _uninstall() -> None:
         _original = None
 
 
+@eager_only
 def _observed_backward(
     tensors: Any,
     grad_tensors: Any = None,

@@ -46,6 +46,7 @@ from torch.utils.weak import WeakTensorKeyDictionary
 
 from .._protocol import Grads, HandleGroup, ModuleCall, ModuleHooks, Removable
 from . import _private
+from ._compile import forget_compiled_code
 
 __all__ = ["install_module_hooks", "observe_module_calls", "unwrap"]
 
@@ -54,6 +55,9 @@ _WRAPPERS: Final = (
     torch.nn.DataParallel,
 )
 """Modules that stand for the model they hold as ``.module`` (see :func:`unwrap`)."""
+
+_PLAIN: Final[set[type]] = set()
+"""Module classes seen that are no wrapper and not torch.compile's: :func:`unwrap`'s fast path."""
 
 
 class _CallGrads:
@@ -242,6 +246,8 @@ def install_module_hooks(hooks: ModuleHooks, *, backward: bool) -> Removable:
         return frames
 
     def forward_pre(module: torch.nn.Module, args: tuple[Any, ...]) -> Any:
+        if torch.compiler.is_compiling():  # run, never traced, by torch.compile (._compile)
+            return torch.compiler.disable(forward_pre)(module, args)
         call, new_args = hooks.forward_pre(module, args)
         if new_args is not None:
             args = new_args if isinstance(new_args, tuple) else (new_args,)
@@ -256,6 +262,8 @@ def install_module_hooks(hooks: ModuleHooks, *, backward: bool) -> Removable:
         return new_args
 
     def forward(module: torch.nn.Module, args: tuple[Any, ...], *rest: Any) -> Any:
+        if torch.compiler.is_compiling():
+            return torch.compiler.disable(forward)(module, args, *rest)
         frames = stack()
         frame = frames.pop() if frames else None  # empty: the call began before installing
         if len(rest) != 2:  # torch calls an always_call hook as (module, args, None) on failure
@@ -278,6 +286,7 @@ def install_module_hooks(hooks: ModuleHooks, *, backward: bool) -> Removable:
                 frame.call = None
         return replaced
 
+    forget_compiled_code()
     pre_handle = register_module_forward_pre_hook(forward_pre)
     post_handle = register_module_forward_hook(forward, with_kwargs=True, always_call=True)
     return HandleGroup((pre_handle, post_handle))
@@ -288,11 +297,16 @@ def observe_module_calls(begin: Callable[[Any], None], end: Callable[[Any], None
     raised), through torch's global forward hooks."""
 
     def pre(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        if torch.compiler.is_compiling():
+            return torch.compiler.disable(pre)(module, args)
         begin(module)
 
     def post(module: torch.nn.Module, args: tuple[Any, ...], output: Any = None) -> None:
+        if torch.compiler.is_compiling():
+            return torch.compiler.disable(post)(module, args, output)
         end(module)
 
+    forget_compiled_code()
     return HandleGroup(
         (
             register_module_forward_pre_hook(pre),
@@ -302,7 +316,16 @@ def observe_module_calls(begin: Callable[[Any], None], end: Callable[[Any], None
 
 
 def unwrap(module: Any) -> Any:
-    """The model a DistributedDataParallel or DataParallel wrapper holds, else ``module``."""
-    while isinstance(module, _WRAPPERS):
-        module = module.module
-    return module
+    """The model a DistributedDataParallel or DataParallel wrapper holds, or ``torch.compile``
+    compiled (in any nesting), else ``module``. Called at every module call: a class once
+    found to be neither is remembered, so its instances cost one set lookup."""
+    if type(module) in _PLAIN:
+        return module
+    while True:
+        if isinstance(module, _WRAPPERS):
+            module = module.module
+        elif (original := _private.compiled_original(module)) is not None:
+            module = original
+        else:
+            _PLAIN.add(type(module))
+            return module

@@ -23,6 +23,7 @@ __all__ = [
     "amp_unscale_",
     "at_backward_end",
     "autograd_backward",
+    "compiled_original",
     "foreach_clamp_max_",
     "foreach_clamp_min_",
     "foreach_mul_",
@@ -127,3 +128,23 @@ def grad_scaler_stepping() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+# ---------------------------------------------------- torch.compile
+def compiled_original(module: object) -> torch.nn.Module | None:
+    """The module ``torch.compile(module)`` wrapped, if ``module`` is what it returned, else None.
+
+    ``torch.compile`` on a module returns a ``torch._dynamo.eval_frame.OptimizedModule`` that
+    holds the original as ``_orig_mod`` (also its only submodule, hence ``_orig_mod.`` before
+    every name seen through it). Until something compiles, dynamo is not even imported (it
+    costs over a second), so it is looked up, not imported.
+
+    Nothing else of hookgrad needs to know about compilation: dynamo cannot trace
+    ``threading.get_ident``, the first call of each runtime hook (its owner check), so a
+    compiled model breaks its graph there and runs every hookgrad hook eagerly, at every call.
+    """
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    if eval_frame is None or not isinstance(module, eval_frame.OptimizedModule):
+        return None
+    original: torch.nn.Module = module._orig_mod
+    return original

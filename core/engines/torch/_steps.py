@@ -27,6 +27,7 @@ from ...optim._hooks import _gate_allows
 from ...utils.hooks import HookDict, RemovableHandle
 from .._protocol import Removable, StepGate, StepPost
 from . import _private
+from ._compile import eager_only
 
 __all__ = ["gate_optimizer_steps", "on_optimizer_step_post"]
 
@@ -56,6 +57,7 @@ class _GateHandle(RemovableHandle):
             _pre_hook = None
 
 
+@eager_only
 def _ask_gates(
     optimizer: torch.optim.Optimizer, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
@@ -70,6 +72,7 @@ def _ask_gates(
 def on_optimizer_step_post(hook: StepPost) -> Removable:
     """Call ``hook(optimizer)`` after each step taken, after every other post hook."""
 
+    @eager_only
     def post(optimizer: torch.optim.Optimizer, args: tuple[Any, ...], _: Any) -> None:
         if not args or args[0] is optimizer:  # a vetoed step ran on a stand-in
             hook(optimizer)
