@@ -110,8 +110,9 @@ class ReluBackward0(_SavesOutput):
     __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        # where, not a product: a NaN or Inf gradient is dropped where the unit is off (torch)
-        return (np.where(self.out > 0, g, g.dtype.type(0)),)
+        # torch's threshold_backward: 0 where out <= 0, else the gradient, selected (a NaN or Inf
+        # gradient is dropped where the unit is off) and passed where out is NaN
+        return (np.where(self.out <= 0, g.dtype.type(0), g),)
 
 
 class LeakyReluBackward0(_SavesInput):

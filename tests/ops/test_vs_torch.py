@@ -518,3 +518,17 @@ def test_masked_gradients_drop_nan_and_inf_as_torch(name: str) -> None:
         grads.append(t.grad.numpy())
     np.testing.assert_array_equal(grads[0], grads[1])
     assert np.isnan(grads[1]).any() and (grads[1] == 0).any()  # the case is a real one
+
+
+@pytest.mark.parametrize("name", sorted(MASKING))
+def test_masked_gradients_at_a_nan_input_as_torch(name: str) -> None:
+    """At a NaN input each op passes or blocks the gradient as torch does (relu passes it:
+    threshold_backward blocks only where the output is <= 0)."""
+    x = np.array([np.nan, 1.0, -1.0, 0.0, 2.0, -3.0], np.float32)
+    seed = np.array([5.0, 2.0, 3.0, 4.0, 6.0, 7.0], np.float32)
+    grads = []
+    for lib in (hookgrad, torch):
+        t = lib.from_numpy(x.copy()).requires_grad_()
+        MASKING[name](lib, t).backward(lib.from_numpy(seed.copy()))
+        grads.append(t.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
