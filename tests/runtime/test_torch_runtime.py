@@ -199,6 +199,28 @@ def test_threads_starter_ignores_another_threads_torch_work() -> None:
     assert recording.entries == []
 
 
+def test_module_backward_events_follow_the_graph_into_another_thread() -> None:
+    """A graph built in the starter thread and walked backward by another thread (as torch's
+    device threads walk CUDA graphs) still gives its module backward events, once each."""
+    recording = Recording()
+    model = net(torch)
+    x, y = batch(torch)
+    with Runtime({}, environ={}, engine="torch") as runtime:
+        runtime.register(recording)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        worker = threading.Thread(target=loss.backward)
+        worker.start()
+        worker.join()
+    backward = [key[:2] for key, _ in recording.entries if key[0] == "backward"]
+    assert backward == [
+        ("backward", ""),
+        ("backward", "fc2"),
+        ("backward", "act"),
+        ("backward", "fc1"),
+    ]
+    assert all(p.grad is not None for p in model.parameters())
+
+
 class FailsInFullBackward:
     config = PluginConfig(on_error="warn")
 
