@@ -15,28 +15,16 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 import hookgrad
-from hookgrad.engines import Engine, engine_named
+
+from .conftest import both_engines, gradient_batches
 
 torch = pytest.importorskip("torch")
 
-NUMPY, TORCH = engine_named("hookgrad"), engine_named("torch")
-BOTH: list[tuple[Engine, Callable[[np.ndarray], Any]]] = [
-    (NUMPY, lambda a: hookgrad.tensor(a)),
-    (TORCH, lambda a: torch.tensor(a)),
-]
-
-ARRAYS = hnp.arrays(
-    dtype=st.sampled_from([np.float32, np.float64]),
-    shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5),
-    elements=st.one_of(
-        st.floats(allow_nan=True, allow_infinity=True, width=32),
-        st.sampled_from([0.0, 1e30, -1e30, 3.0e38]),
-    ),
-)
-BATCHES = st.lists(st.one_of(st.none(), ARRAYS), max_size=6)
+BOTH = both_engines(torch)
+(NUMPY, _), (TORCH, _) = BOTH
+BATCHES = gradient_batches(1e30, -1e30, 3.0e38)
 
 
 def as_tensors(make: Callable[[np.ndarray], Any], batch: list[np.ndarray | None]) -> list[Any]:
