@@ -505,19 +505,25 @@ MASKING = {
 }
 
 
+def _masked_grads(name: str, x: np.ndarray, seed: np.ndarray) -> list[np.ndarray]:
+    """The gradient of MASKING[name] at ``x`` for the seed gradient, on hookgrad then torch."""
+    grads = []
+    for lib in (hookgrad, torch):
+        t = lib.from_numpy(x.copy()).requires_grad_()
+        MASKING[name](lib, t).backward(lib.from_numpy(seed.copy()))
+        grads.append(t.grad.numpy())
+    return grads
+
+
 @pytest.mark.parametrize("name", sorted(MASKING))
 def test_masked_gradients_drop_nan_and_inf_as_torch(name: str) -> None:
     """An op that blocks the gradient where a unit is off gives an exact 0 there even for a NaN
     or Inf gradient (torch selects, it does not multiply by a mask); 0 is an off ReLU unit."""
     x = np.array([-2.0, -0.5, 0.0, 0.5, 2.0, 3.0], np.float32)
     seed = np.array([np.nan, np.inf, np.nan, -np.inf, np.nan, 1.0], np.float32)
-    grads = []
-    for lib in (hookgrad, torch):
-        t = lib.from_numpy(x.copy()).requires_grad_()
-        MASKING[name](lib, t).backward(lib.from_numpy(seed.copy()))
-        grads.append(t.grad.numpy())
-    np.testing.assert_array_equal(grads[0], grads[1])
-    assert np.isnan(grads[1]).any() and (grads[1] == 0).any()  # the case is a real one
+    ours, theirs = _masked_grads(name, x, seed)
+    np.testing.assert_array_equal(ours, theirs)
+    assert np.isnan(theirs).any() and (theirs == 0).any()  # the case is a real one
 
 
 @pytest.mark.parametrize("name", sorted(MASKING))
@@ -526,9 +532,4 @@ def test_masked_gradients_at_a_nan_input_as_torch(name: str) -> None:
     threshold_backward blocks only where the output is <= 0)."""
     x = np.array([np.nan, 1.0, -1.0, 0.0, 2.0, -3.0], np.float32)
     seed = np.array([5.0, 2.0, 3.0, 4.0, 6.0, 7.0], np.float32)
-    grads = []
-    for lib in (hookgrad, torch):
-        t = lib.from_numpy(x.copy()).requires_grad_()
-        MASKING[name](lib, t).backward(lib.from_numpy(seed.copy()))
-        grads.append(t.grad.numpy())
-    np.testing.assert_array_equal(grads[0], grads[1])
+    np.testing.assert_array_equal(*_masked_grads(name, x, seed))
