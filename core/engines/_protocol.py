@@ -92,7 +92,7 @@ class Removable(Protocol):
     def remove(self) -> None: ...
 
 
-# ------------------------------------------------------------------ module calls (bridge)
+# --------------------------------------------------------------------------------- module calls
 @runtime_checkable
 class ModuleHookSource(Protocol):
     """An engine that installs the runtime's module hooks itself (torch's adapter).
@@ -166,7 +166,7 @@ class Engine(Protocol):
         hooks (the engine's global post hooks run last)."""
         ...
 
-    # ------------------------------------------------------------------ module calls (bridge)
+    # ----------------------------------------------------------------------------- module calls
     def observe_module_calls(
         self, begin: Callable[[Any], None], end: Callable[[Any], None]
     ) -> Removable:
@@ -181,7 +181,7 @@ class Engine(Protocol):
         as ``net`` is."""
         ...
 
-    # ------------------------------------------------------------------ distributed agreement (ddp)
+    # -------------------------------------------------------------------- distributed agreement
     def agree_on_step(self, optimizer: Any, vetoed_by: str | None, failed: bool) -> str | None:
         """The verdict on this step of ``optimizer`` that every rank of the run takes.
 
@@ -205,7 +205,7 @@ class Engine(Protocol):
     # where a gradient may be missing), runs where the tensors are and hands at most one
     # result to the host: a plugin costs at most one device sync per step.
 
-    # --- grad_clip kernels: total norms, clipping to a norm, by value, unit-wise (AGC) ---
+    # ------------------------------ clipping: total norms, to a norm, by value, unit-wise (AGC)
     def total_norms(
         self,
         groups: Sequence[Sequence[Any]],
@@ -257,7 +257,7 @@ class Engine(Protocol):
         """
         ...
 
-    # ------------------------------------------------------------------ grad_stats kernels
+    # ---------------------------------------------------------------------- gradient statistics
     # Gradient statistics for grad_stats, shaped for a per-step summary shared by every
     # plugin: a step's gradients (or weights) in, one result per tensor out, in order.
     def grad_summaries(self, tensors: Sequence[Any | None]) -> list[GradSummary | None]:
@@ -296,8 +296,7 @@ class Engine(Protocol):
         """
         ...
 
-    # ---------------------------------------------------- finiteness and loss scaling
-    # (nan_guard, grad_scale)
+    # -------------------------------------------------------------- finiteness and loss scaling
     def first_nonfinite(self, values: Sequence[Any], skip: Any = None) -> int | None:
         """The index of the first entry of ``values`` holding a NaN or an Inf, or None.
 
@@ -345,7 +344,7 @@ class Engine(Protocol):
         call it from an optimizer step gate. numpy: always None."""
         ...
 
-    # ------------------------------------------------------------------ gradient norms (summary)
+    # ---------------------------------------------------- gradient norms (the per-step summary)
     # The kernels behind :func:`hookgrad.engines.grad_norms`, the per-step gradient summary every
     # plugin shares (computed once, cached by tensor and version counter there, not here).
     def grad_norms(self, tensors: Sequence[Any | None]) -> list[float | None]:

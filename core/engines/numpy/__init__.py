@@ -44,7 +44,7 @@ class NumpyEngine:
 
         return register_optimizer_step_post_hook(post)
 
-    # ------------------------------------------------------------------ module calls (bridge)
+    # ----------------------------------------------------------------------------- module calls
     def observe_module_calls(
         self, begin: Callable[[Any], None], end: Callable[[Any], None]
     ) -> Removable:

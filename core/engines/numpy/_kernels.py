@@ -64,7 +64,7 @@ def nonfinite_counts(array: np.ndarray) -> tuple[int, int]:
     return nan, inf
 
 
-# --- grad_clip kernels: total norms, clipping to a norm, by value, unit-wise (AGC) ---
+# ---------------------------------- clipping: total norms, to a norm, by value, unit-wise (AGC)
 _AGC_MIN_GRAD_NORM: Final = 1e-6
 """Floor of a unit's gradient norm in the AGC scale factor (Brock et al., timm): no 0/0."""
 
@@ -180,7 +180,7 @@ def _unit_norms(array: np.ndarray) -> np.ndarray:
     return norms.reshape(array.shape[0], *(1,) * (array.ndim - 1))
 
 
-# ---------------------------------------------------- finiteness and loss scaling
+# ------------------------------------------------------------------ finiteness and loss scaling
 # (nan_guard, grad_scale: the Engine methods of the same names, on hookgrad tensors)
 def first_nonfinite(values: Sequence[Any], skip: Any = None) -> int | None:
     """The index of the first tensor in ``values`` with a NaN or Inf (see ``Engine``)."""
@@ -239,7 +239,7 @@ def dtype_name(tensor: Any) -> str:
     return name
 
 
-# ---------------------------------------------------- gradient norms (summary)
+# -------------------------------------------------------- gradient norms (the per-step summary)
 # (the kernels behind hookgrad.engines.grad_norms, on hookgrad tensors)
 _NORMED_AS_IS: Final = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 """Dtypes normed in their own precision, as get_total_norm norms them (the others in float32)."""

@@ -167,7 +167,7 @@ def _summary(tensor: torch.Tensor, values: list[float]) -> TensorSummary:
     return summary
 
 
-# --- grad_clip kernels: total norms, clipping to a norm, by value, unit-wise (AGC) ---
+# ---------------------------------- clipping: total norms, to a norm, by value, unit-wise (AGC)
 # Norms are torch.nn.utils.get_total_norm itself (foreach norms, then the norm of their
 # stack), so they and the clipped values are bit for bit clip_grad_norm_'s; only the
 # error_if_nonfinite check moves after the one sync (torch's own check syncs).
@@ -312,7 +312,7 @@ def _unflattened(values: list[Any], shape: torch.Size) -> Any:
     return [values[row * width : (row + 1) * width] for row in range(shape[0])]
 
 
-# ---------------------------------------------------------------------- grad_stats kernels
+# -------------------------------------------------------------------------- gradient statistics
 def grad_summaries(tensors: Sequence[torch.Tensor | None]) -> list[GradSummary | None]:
     """The GradSummary of each tensor (None for None), from the summary's reductions."""
     present = [t for t in tensors if t is not None]
@@ -415,7 +415,7 @@ def diff_norms(
     return [None if a is None or b is None else next(found) for a, b in zip(after, before)]
 
 
-# ---------------------------------------------------- finiteness and loss scaling
+# ------------------------------------------------------------------ finiteness and loss scaling
 # (nan_guard, grad_scale: the Engine methods of the same names, on torch tensors)
 # Each kernel works per (device, dtype) group, as GradScaler does, so that the foreach ops take
 # their fused route, and brings its results to the host in one transfer per device.
@@ -536,7 +536,7 @@ def _bad_counts(group: list[torch.Tensor]) -> torch.Tensor:
     return torch.stack([(~torch.isfinite(t)).sum() for t in group])
 
 
-# ---------------------------------------------------- gradient norms (summary)
+# -------------------------------------------------------- gradient norms (the per-step summary)
 # (the kernels behind hookgrad.engines.grad_norms, on torch tensors)
 _NORMED_AS_IS: Final = (torch.float32, torch.float64)
 """Dtypes normed in their own precision, as clip_grad_norm_ norms them (the others in float32)."""
