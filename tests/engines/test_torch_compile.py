@@ -28,7 +28,11 @@ def _compile_works() -> bool:
         return False
 
 
-pytestmark = pytest.mark.skipif(not _compile_works(), reason="torch.compile unavailable here")
+pytestmark = [
+    pytest.mark.skipif(not _compile_works(), reason="torch.compile unavailable here"),
+    # torch's own compile path calls its deprecated torch.jit.script_method: not ours to fix
+    pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"),
+]
 
 
 def _train(
