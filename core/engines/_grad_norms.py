@@ -10,11 +10,14 @@ counter, so the next plugin asking gets it without device work, and a gradient c
 The cache holds weak references only: it never keeps a gradient alive, and an entry whose
 tensor died (its id possibly reused by a new tensor) is never returned. Kernels that write a
 tensor without moving its version counter (``unscale_``, as torch's
-``_amp_foreach_non_finite_check_and_unscale_`` does) call :func:`forget` on what they wrote.
+``_amp_foreach_non_finite_check_and_unscale_`` does) call :func:`forget` on what they wrote;
+a kernel that scales tensors by a known factor (a clip) carries their norms over with
+:func:`scaled`.
 """
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._protocol import Engine
 
-__all__ = ["forget", "grad_norms"]
+__all__ = ["forget", "grad_norms", "scaled"]
 
 _Entry = tuple["weakref.ReferenceType[Any]", int, "float | None"]
 """(weak reference to the tensor, its version counter then, its 2-norm)."""
@@ -71,6 +74,25 @@ def forget(tensors: Sequence[Any]) -> None:
         for t in tensors:
             if t is not None:
                 _CACHE.pop(id(t), None)
+
+
+def scaled(tensors: Sequence[Any], versions: Sequence[int], factor: float) -> None:
+    """``tensors``, at ``versions`` then, were multiplied in place by ``factor`` (a clip): their
+    cached norms, if current then, become ``|factor|`` times theirs, so the next reader (the
+    post-clip statistics) needs no device pass. A non-finite norm is dropped instead: a
+    product with huge finite entries need not overflow as their squares did."""
+    if not _CACHE:
+        return
+    magnitude = abs(factor)
+    for t, version in zip(tensors, versions, strict=True):
+        entry = _CACHE.get(id(t))
+        if entry is None or entry[1] != version or entry[0]() is not t:
+            continue
+        norm = entry[2]
+        if norm is not None and math.isfinite(norm):
+            _CACHE[id(t)] = (entry[0], t._version, norm * magnitude)
+        else:
+            del _CACHE[id(t)]
 
 
 def _compute(tensors: Sequence[Any], missing: list[int], norms: list[float | None]) -> None:

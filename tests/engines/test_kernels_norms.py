@@ -163,6 +163,28 @@ def test_unscale_forgets_what_it_wrote_without_a_version_bump(engine: Engine) ->
     assert grad_norms([g]) == [5.0]
 
 
+@pytest.mark.parametrize("engine", [NUMPY, TORCH], ids=["hookgrad", "torch"])
+def test_a_clip_carries_finite_norms_over_and_drops_the_others(
+    engine: Engine, calls: list[int]
+) -> None:
+    """clip_with_norm_ scales the cached norms with the gradients (no second pass, the
+    clipped norms to float32 tolerance); a non-finite one (a huge entry's square overflowed,
+    the scaled entries may not) is normed anew."""
+    make = hookgrad.tensor if engine is NUMPY else torch.tensor
+    small, huge = make([3.0, 4.0]), make([3e30, 4e30])
+    assert grad_norms([small, huge]) == [5.0, math.inf]
+    coefficient = engine.clip_with_norm_([small, huge], 1e-28, math.inf)
+    assert coefficient == 0.0  # max_norm / inf
+    assert grad_norms([small]) == [0.0] and calls == [2]  # carried: 5 * 0
+    assert grad_norms([huge]) == [0.0] and calls == [2, 1]  # dropped: normed again
+    engine.clip_with_norm_([small], 1.0, 5.0)  # nothing to scale: coefficient capped at 1
+    fresh = make([3.0, 4.0])
+    assert grad_norms([fresh]) == [5.0]
+    coefficient = engine.clip_with_norm_([fresh], 1.0, 5.0)
+    assert grad_norms([fresh]) == [pytest.approx(5.0 * coefficient, rel=1e-6)]
+    assert calls == [2, 1, 1]
+
+
 @pytest.mark.parametrize("make", [hookgrad.tensor, torch.tensor], ids=["hookgrad", "torch"])
 def test_a_new_tensor_at_a_dead_ones_id_is_normed_anew(make: Any) -> None:
     """A gradient born where an earlier one died (the same id, version 0 alike) gets its own

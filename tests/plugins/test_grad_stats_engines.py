@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import hookgrad
-from hookgrad.engines import engine_named
+from hookgrad.engines import engine_named, grad_norms
 from hookgrad.hookspecs import FullBackwardEvent, OptimizerStepPostEvent, OptimizerStepPreEvent
 from hookgrad.plugins.grad_stats import STATS, GradStats
 from hookgrad.testing import capture_events
@@ -200,9 +200,10 @@ def test_stats_subset_filters_both_record_kinds() -> None:
 def test_pipeline_shares_one_norm_pass_per_gradient_version(
     lib: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """nan_guard + grad_stats (norms) + grad_clip: the gradients are normed once before the
-    clip (nan_guard's pass, reused by grad_stats and grad_clip) and once after it (the clip
-    moved their version counters); no summary, no other norm kernel."""
+    """nan_guard + grad_stats (norms) + grad_clip: the gradients are normed once per step
+    (nan_guard's pass, reused by grad_stats and grad_clip); the clip carries their norms over
+    (scaled by its coefficient), so the post-clip records need no second pass, and the carried
+    norms are the clipped gradients' norms; no summary, no other norm kernel."""
     engine = engine_named("torch" if lib is torch else "hookgrad")
     calls: list[str] = []
     for name in ("grad_norms", "grad_summaries", "total_norms", "first_nonfinite"):
@@ -226,4 +227,9 @@ def test_pipeline_shares_one_norm_pass_per_gradient_version(
             optimizer.zero_grad()
             (model(lib.ones(2, 3)) ** 2).sum().backward()
             optimizer.step()
-    assert calls == ["grad_norms", "grad_norms"] * 3
+    assert calls == ["grad_norms"] * 3
+    grads = [p.grad for p in model.parameters()]
+    carried = grad_norms(grads)
+    assert calls == ["grad_norms"] * 3  # served from the carried values
+    exact = [float(np.linalg.norm(g.detach().numpy().astype(np.float64))) for g in grads]
+    assert carried == pytest.approx(exact, rel=1e-6)

@@ -18,7 +18,7 @@ import numpy as np
 from ..._creation import from_numpy
 from ..._tensor import Tensor
 from ...nn.utils.clip_grad import _vector_norm, get_total_norm
-from .._grad_norms import forget
+from .._grad_norms import forget, scaled
 from .._protocol import Clamped
 
 __all__ = [
@@ -98,9 +98,11 @@ def clip_with_norm_(tensors: Sequence[Tensor | None], max_norm: float, total_nor
     with np.errstate(divide="ignore", invalid="ignore"):  # inf * 0 = nan, silently, as in torch
         coefficient = min(max_norm / (dtype.type(total_norm) + 1e-6), 1.0)  # nan stays nan
         if coefficient != 1.0:
+            versions = [t._vbox[0] for t in present]
             for t in present:
                 np.multiply(t._data, coefficient, out=t._data)
                 t._vbox[0] += 1
+            scaled(present, versions, float(coefficient))
     return float(coefficient)
 
 

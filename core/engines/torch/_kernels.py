@@ -27,7 +27,7 @@ import torch
 from torch.nn.utils import get_total_norm
 
 from ...hookspecs._stats import GradSummary, TensorSummary, grad_summary
-from .._grad_norms import forget
+from .._grad_norms import forget, scaled
 from .._protocol import Clamped
 from . import _private
 
@@ -208,8 +208,10 @@ def clip_with_norm_(
     dtype = functools.reduce(torch.promote_types, [t.dtype for t in present])
     coefficient = _clip_coefficient(max_norm, total_norm, dtype)
     if coefficient != 1.0:
+        versions = [t._version for t in present]
         with torch.no_grad():
             _private.foreach_mul_(present, coefficient)
+        scaled(present, versions, coefficient)
     return coefficient
 
 
