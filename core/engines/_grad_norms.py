@@ -85,14 +85,15 @@ def scaled(tensors: Sequence[Any], versions: Sequence[int], factor: float) -> No
         return
     magnitude = abs(factor)
     for t, version in zip(tensors, versions, strict=True):
-        entry = _CACHE.get(id(t))
+        key, now = id(t), t._version
+        entry = _CACHE.get(key)
         if entry is None or entry[1] != version or entry[0]() is not t:
             continue
         norm = entry[2]
         if norm is not None and math.isfinite(norm):
-            _CACHE[id(t)] = (entry[0], t._version, norm * magnitude)
+            _CACHE[key] = (entry[0], now, norm * magnitude)
         else:
-            del _CACHE[id(t)]
+            del _CACHE[key]
 
 
 def _compute(tensors: Sequence[Any], missing: list[int], norms: list[float | None]) -> None:
