@@ -17,7 +17,6 @@ the records, live or read back from JSON lines, into the per-layer table printed
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeAlias, get_args
@@ -36,6 +35,7 @@ from hookgrad.hookspecs import (
     stage,
 )
 from hookgrad.hookspecs._stats import NONFINITE_JSON
+from hookgrad.plugins._record_ring import RecordRing
 
 if TYPE_CHECKING:
     from hookgrad import Runtime
@@ -57,6 +57,8 @@ Stat: TypeAlias = Literal[
 ]
 """A statistic a record can carry (the keys of a GradSummary, in record order)."""
 STATS: Final[tuple[Stat, ...]] = get_args(Stat)
+_LAYOUTS_KEPT: Final = 16
+"""Parameter lists whose grouping by module is kept (a model's is one; more: forgotten)."""
 _MODULE_STATS: Final = frozenset({"norm", "max_abs", "nonfinite", "zero_fraction", "numel"})
 """The statistics a module_grad (and grad_output) record can carry."""
 
@@ -106,9 +108,10 @@ class GradStats:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.records: deque[dict[str, Any]] = deque(maxlen=config.keep_records)
+        self.records = RecordRing(config.keep_records)
         """The latest ``keep_records`` records this plugin emitted, in order (the JSON form the
-        sinks received)."""
+        sinks received), built from the kept statistics when read."""
+        self._layouts: dict[tuple[str, ...], _Layout] = {}
         self._layers: dict[str, _Layer] = {}  # the per-layer table, as running totals
         self._runtime: Runtime | None = None
         self._before: dict[str, Any] = {}  # engine.snapshot of the weights at step_pre
@@ -147,16 +150,19 @@ class GradStats:
         grads = _grads_of(event.parameters)
         engine = _engine_of(event.parameters)
         summaries = self._record_step(engine, event.step, "pre_clip", grads, {}, None)
-        # A gradient whose version counter has not moved by the post-clip record (nothing
-        # clipped it: the common case) keeps its summary; in-place changes bump the counter.
-        self._pre_clip = {
-            name: (grad, grad._version, summary)
-            for (name, grad), summary in zip(grads, summaries, strict=True)
-        }
+        if not self._norms_only:
+            # A gradient whose version counter has not moved by the post-clip record (nothing
+            # clipped it: the common case) keeps its summary; in-place changes bump the counter.
+            # (Norms alone come from the shared gradient norms, which do the same.)
+            self._pre_clip = {
+                name: (grad, grad._version, summary)
+                for (name, grad), summary in zip(grads, summaries, strict=True)
+            }
         if self.config.update_ratio and engine is not None:
             weights = dict(event.parameters)
-            snapshots = engine.snapshot([weights[name] for name in self._pre_clip])
-            self._before = dict(zip(self._pre_clip, snapshots, strict=True))
+            names = [name for name, _ in grads]
+            snapshots = engine.snapshot([weights[name] for name in names])
+            self._before = dict(zip(names, snapshots, strict=True))
 
     @hookimpl
     def hookgrad_optimizer_step_post(self, event: OptimizerStepPostEvent) -> None:
@@ -216,50 +222,63 @@ class GradStats:
         moves: Mapping[str, tuple[float, float]] | None,
         known: Mapping[str, _Summary] | None = None,
     ) -> list[_Summary]:
-        """Emit the param_grad records of ``grads``, then one module_grad record per owner.
+        """Record the param_grad records of ``grads``, then one module_grad record per owner.
 
         ``engine`` is the gradients' (None only when there are none). ``moves`` maps a
         parameter name to (||W_after - W_before||, ||W_before||); None when no update ratio
         belongs in the records, empty when there is none to give (skipped). ``known`` holds
         summaries already computed for unchanged gradients, by name. Returns the summaries of
         ``grads``, in order.
+
+        The records are built only when read (:class:`_StepRecords`): at once when a sink or
+        the end-of-run table wants them, else when ``plugin.records`` is read, if ever.
         """
         if engine is None or not grads:
             return []
-        by_module: dict[str, list[_Summary]] = {}
-        moved: dict[str, list[tuple[float, float]]] = {}
-        per_parameter, bins = self.config.per_parameter, self.config.histogram_bins
-        kept = self._kept
+        names = [name for name, _ in grads]
         if self._norms_only:  # the summaries hold the norm only: nothing to filter
-            summaries, aggregate, kept = _norm_summaries(engine, grads), _aggregate_norms, _same
+            summaries = _norm_summaries(engine, grads)
         else:
-            summaries, aggregate = _summaries_reusing(engine, grads, known or {}), _aggregate
-        histograms = _histograms(engine, grads, summaries, bins) if bins else None
-        for i, ((name, _), summary) in enumerate(zip(grads, summaries, strict=True)):
-            module = name.rpartition(".")[0]
-            by_module.setdefault(module, []).append(summary)
-            move = None if moves is None else moves.get(name)
-            if move is not None:
-                moved.setdefault(module, []).append(move)
-            if not per_parameter:
-                continue
-            data: dict[str, Any] = {
-                "param": name,
-                "stage": stage_name,
-                **extra,
-                **kept(summary),
-            }
-            if moves is not None:
-                data["update_ratio"] = None if move is None else _ratio(*move)
-            if histograms is not None:
-                data["histogram"] = histograms[i]
-            self._emit("param_grad", step, module, data)
-        for module, summaries_of_module in by_module.items():
-            data = {"stage": stage_name, **extra, **kept(aggregate(summaries_of_module))}
-            if moves is not None:
-                data["update_ratio"] = _module_ratio(moved.get(module, []))
-            self._emit("module_grad", step, module, data)
+            summaries = _summaries_reusing(engine, grads, known or {})
+        bins = self.config.histogram_bins
+        batch = _StepRecords(
+            self,
+            step,
+            stage_name,
+            extra,
+            self._layout(names),
+            summaries,
+            moves,
+            _histograms(engine, grads, summaries, bins) if bins else None,
+        )
+        self.records.add(batch)
+        runtime = self._runtime
+        if runtime is None:
+            raise RuntimeError(f"{NAME}: a hook fired before hookgrad_configure")
+        if self.config.summary:
+            for record in batch.module_records():
+                self._layers.setdefault(record["module_name"], _Layer()).add(step, record["data"])
+        if len(runtime.sinks):
+            for record in batch.records():
+                # JSON-safe by construction: only floats, ints, None and the names in them.
+                runtime.emit(record, trusted=True)
         return summaries
+
+    def _layout(self, names: list[str]) -> _Layout:
+        """Which of ``names`` each owning module has, in order of first appearance; kept
+        per list of names, which is the same step after step."""
+        key = tuple(names)
+        layout = self._layouts.get(key)
+        if layout is None:
+            if len(self._layouts) >= _LAYOUTS_KEPT:
+                self._layouts.clear()
+            members: dict[str, list[int]] = {}
+            for i, name in enumerate(names):
+                members.setdefault(name.rpartition(".")[0], []).append(i)
+            layout = self._layouts[key] = _Layout(
+                key, tuple(members), tuple(tuple(m) for m in members.values())
+            )
+        return layout
 
     def _emit(self, kind: str, step: int, module_name: str, data: _Data) -> None:
         if self._runtime is None:
@@ -272,11 +291,98 @@ class GradStats:
             "data": data,
         }
         self.records.append(record)
-        if kind == "module_grad":
-            self._layers.setdefault(module_name, _Layer()).add(step, data)
-        # Dozens of records per step, JSON-safe by construction: _record_step puts only
-        # floats, ints, None and the names in them.
         self._runtime.emit(record, trusted=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Parameter names grouped by owning module (the name before the last dot)."""
+
+    names: tuple[str, ...]
+    modules: tuple[str, ...]
+    members: tuple[tuple[int, ...], ...]
+    """Per module, the positions of its parameters in ``names``."""
+
+
+class _StepRecords:
+    """One sampled step's records of one stage, kept as the computed statistics and built
+    into record dicts (the JSON form the sinks get) on the first read."""
+
+    __slots__ = ("_built", "_extra", "_histograms", "_layout", "_module_records", "_moves")
+    __slots__ += ("_plugin", "_step", "_stage", "_summaries")
+
+    def __init__(
+        self,
+        plugin: GradStats,
+        step: int,
+        stage: str,
+        extra: _Data,
+        layout: _Layout,
+        summaries: list[_Summary],
+        moves: Mapping[str, tuple[float, float]] | None,
+        histograms: list[_Data | None] | None,
+    ) -> None:
+        self._plugin = plugin
+        self._step, self._stage, self._extra = step, stage, extra
+        self._layout, self._summaries = layout, summaries
+        self._moves, self._histograms = moves, histograms
+        self._built: list[dict[str, Any]] | None = None
+        self._module_records: list[dict[str, Any]] | None = None
+
+    def __len__(self) -> int:
+        per_parameter = len(self._layout.names) if self._plugin.config.per_parameter else 0
+        return per_parameter + len(self._layout.modules)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The param_grad records (when per_parameter), then the module_grad records."""
+        if self._built is None:
+            self._built = [*self._parameter_records(), *self.module_records()]
+        return self._built
+
+    def module_records(self) -> list[dict[str, Any]]:
+        """The module_grad records: each module's parameters' statistics together."""
+        if self._module_records is None:
+            self._module_records = self._build_module_records()
+        return self._module_records
+
+    def _build_module_records(self) -> list[dict[str, Any]]:
+        plugin, layout, summaries, moves = self._plugin, self._layout, self._summaries, self._moves
+        kept = _same if plugin._norms_only else plugin._kept
+        aggregate = _aggregate_norms if plugin._norms_only else _aggregate
+        records = []
+        for module, members in zip(layout.modules, layout.members, strict=True):
+            data = {
+                "stage": self._stage,
+                **self._extra,
+                **kept(aggregate([summaries[i] for i in members])),
+            }
+            if moves is not None:
+                moved = [move for i in members if (move := moves.get(layout.names[i]))]
+                data["update_ratio"] = _module_ratio(moved)
+            records.append(_record("module_grad", self._step, module, data))
+        return records
+
+    def _parameter_records(self) -> list[dict[str, Any]]:
+        plugin = self._plugin
+        if not plugin.config.per_parameter:
+            return []
+        kept = _same if plugin._norms_only else plugin._kept
+        moves, histograms = self._moves, self._histograms
+        records = []
+        for i, (name, summary) in enumerate(zip(self._layout.names, self._summaries, strict=True)):
+            data: dict[str, Any] = {"param": name, "stage": self._stage, **self._extra}
+            data.update(kept(summary))
+            if moves is not None:
+                move = moves.get(name)
+                data["update_ratio"] = None if move is None else _ratio(*move)
+            if histograms is not None:
+                data["histogram"] = histograms[i]
+            records.append(_record("param_grad", self._step, name.rpartition(".")[0], data))
+        return records
+
+
+def _record(kind: str, step: int, module_name: str, data: _Data) -> dict[str, Any]:
+    return {"plugin": NAME, "kind": kind, "step": step, "module_name": module_name, "data": data}
 
 
 # ---------------------------------------------------------------------- statistics
