@@ -13,6 +13,11 @@ tensor without moving its version counter (``unscale_``, as torch's
 ``_amp_foreach_non_finite_check_and_unscale_`` does) call :func:`forget` on what they wrote;
 a kernel that scales tensors by a known factor (a clip) carries their norms over with
 :func:`scaled`.
+
+Several plugins ask for the very same gradients at one step (all of a model's, in the
+optimizer's order), so the last batch asked for is also kept whole: a call with the same
+tensors at the same versions is answered from it by comparing two lists, without a lookup per
+tensor. Its weak references drop it the moment one of its tensors dies.
 """
 
 from __future__ import annotations
@@ -33,6 +38,28 @@ _Entry = tuple["weakref.ReferenceType[Any]", int, "float | None"]
 _CACHE: dict[int, _Entry] = {}
 """id(tensor) -> its entry; checked against the tensor itself on every read."""
 
+
+class _Batch:
+    """The tensors of the last call, whole: their ids, versions and norms."""
+
+    __slots__ = ("ids", "norms", "refs", "versions")
+
+    def __init__(self, tensors: Sequence[Any], versions: list[int], norms: list[float | None]):
+        self.ids = tuple(map(id, tensors))
+        self.versions = versions
+        self.norms = norms
+        # The callbacks drop the batch when a tensor dies (its id may then be reused).
+        self.refs = [weakref.ref(t, _batch_died) for t in tensors]
+
+
+_last: _Batch | None = None
+
+
+def _batch_died(_: Any) -> None:
+    global _last
+    _last = None
+
+
 _MIN_LIMIT = 256
 _limit = _MIN_LIMIT
 """Entries past which the dead ones are swept (then twice the live ones, at least 256)."""
@@ -52,6 +79,15 @@ def grad_norms(tensors: Sequence[Any]) -> list[float | None]:
     Changes the cache cannot see: writes through a tensor's storage that leave its version
     counter alone (``tensor.data``, the numpy array under a hookgrad tensor).
     """
+    global _last
+    try:
+        versions = [t._version for t in tensors]
+    except AttributeError:  # a None (or not a tensor: _compute names it)
+        versions = None
+    else:
+        last = _last
+        if last is not None and versions == last.versions and tuple(map(id, tensors)) == last.ids:
+            return list(last.norms)
     norms: list[float | None] = [None] * len(tensors)
     missing: list[int] = []
     cache = _CACHE
@@ -65,11 +101,15 @@ def grad_norms(tensors: Sequence[Any]) -> list[float | None]:
             missing.append(i)
     if missing:
         _compute(tensors, missing, norms)
+    if versions is not None:
+        _last = _Batch(tensors, versions, list(norms))
     return norms
 
 
 def forget(tensors: Sequence[Any]) -> None:
     """Drop the cached norms of ``tensors``: they were written without a version bump."""
+    global _last
+    _last = None
     if _CACHE:
         for t in tensors:
             if t is not None:
@@ -81,6 +121,8 @@ def scaled(tensors: Sequence[Any], versions: Sequence[int], factor: float) -> No
     cached norms, if current then, become ``|factor|`` times theirs, so the next reader (the
     post-clip statistics) needs no device pass. A non-finite norm is dropped instead: a
     product with huge finite entries need not overflow as their squares did."""
+    global _last
+    _last = None  # the batch's versions are stale now: it is made again by the next call
     if not _CACHE:
         return
     magnitude = abs(factor)

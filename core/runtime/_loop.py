@@ -29,6 +29,7 @@ failing that it is named ``param{i}`` (its index in the optimizer's order), owne
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -75,6 +76,52 @@ _Owner: TypeAlias = tuple[str, str, str, dict[str, Any], str]
 _Pairs: TypeAlias = tuple[tuple[str, Any], ...]
 
 
+_OPTIMIZERS_KEPT: Final = 8
+"""Optimizers whose named parameters are kept; past that the dead ones are let go."""
+
+
+class _OptimizerNames:
+    """An optimizer's named parameters as of one step, and the pairs each plugin selected from
+    them (by plugin name), kept for the next steps: a step that finds them holding costs a
+    few C-level list comparisons instead of a lookup per parameter."""
+
+    __slots__ = ("_groups", "_holders", "_keys", "_owners_built", "_params", "named")
+    __slots__ += ("optimizer", "selected")
+
+    def __init__(
+        self, optimizer: Any, named: _Named, owners: Mapping[int, _Owner], owners_built: int
+    ) -> None:
+        self.optimizer = weakref.ref(optimizer)
+        self.named = named
+        self.selected: dict[str | None, _Pairs] = {}
+        self._owners_built = owners_built
+        self._groups = _group_shapes(optimizer)
+        self._params = [p for _, p, _, _ in named]
+        entries = [owners.get(id(p)) for p in self._params]
+        self._holders = [entry[3] if entry else {} for entry in entries]
+        self._keys = [entry[4] if entry else "" for entry in entries]
+
+    def holds(self, optimizer: Any, owners_built: int) -> bool:
+        """Whether nothing changed since: the same optimizer, owner table, parameter lists
+        (the same tensors in the same order) and owners (each module still holds its
+        parameter under its name)."""
+        if self.optimizer() is not optimizer or owners_built != self._owners_built:
+            return False
+        if _group_shapes(optimizer) != self._groups:
+            return False
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        return all(map(operator.is_, params, self._params)) and all(
+            map(operator.is_, map(dict.get, self._holders, self._keys), self._params)
+        )
+
+
+def _group_shapes(optimizer: Any) -> list[tuple[int, int]]:
+    """Each param group's number of parameters and ``param_names`` list (by identity)."""
+    return [
+        (len(group["params"]), id(group.get("param_names"))) for group in optimizer.param_groups
+    ]
+
+
 def _veto(result: Any, _: Any) -> bool:
     """Whether a ``hookgrad_optimizer_step_pre`` return (not None) vetoes the step.
 
@@ -118,6 +165,9 @@ class LoopHooks:
         self._watched_added = 0  # modules ever watched: with the namer's, see _roots_key
         self._owners: dict[int, _Owner] = {}
         self._owners_key: tuple[int, ...] = ()  # _roots_key() when _owners was built
+        self._owners_built = 0  # how many times _owners was built: an entry of it may be kept
+        # id(optimizer) -> its named parameters while they hold (see _names_of)
+        self._names: dict[int, _OptimizerNames] = {}
         # (plugin name, module name, module class) -> whether the plugin selects the module
         self._selects: dict[tuple[str, str, str], bool] = {}
         # What the gate of the step under way found, for its post hook: (optimizer, step,
@@ -248,8 +298,8 @@ class LoopHooks:
     def _vetoer(self, optimizer: Any) -> str | None:
         """The name of the first step_pre listener vetoing this step, None if none does."""
         self._end_spotting()
-        named = self.named_parameters(optimizer)
-        selected: dict[str | None, _Pairs] = {}
+        names = self._names_of(optimizer)
+        named, selected = names.named, names.selected
         self._in_step = (optimizer, self.bridge.step, named, selected)
         kind = type(optimizer).__name__
         for listener in self._listeners[STEP_PRE]:
@@ -279,7 +329,8 @@ class LoopHooks:
             if in_step is not None and in_step[0] is optimizer and in_step[1] == self.bridge.step:
                 named, selected = in_step[2], in_step[3]
             else:  # no gate ran for this step (no step_pre listener)
-                named, selected = self.named_parameters(optimizer), {}
+                names = self._names_of(optimizer)
+                named, selected = names.named, names.selected
             for listener in listeners:
                 event = OptimizerStepPostEvent.trusted(
                     {
@@ -331,8 +382,27 @@ class LoopHooks:
         that parameter under that name), so a step costs a dict lookup per parameter rather
         than a walk over every module.
         """
+        return self._names_of(optimizer).named
+
+    def _names_of(self, optimizer: Any) -> _OptimizerNames:
+        """``optimizer``'s named parameters and the plugins' selections of them: the ones of
+        its last step while they still hold (:meth:`_OptimizerNames.holds`), else made anew."""
         if self._roots_key() != self._owners_key:
             self._rebuild_owners()
+        kept = self._names.get(id(optimizer))
+        if kept is not None and kept.holds(optimizer, self._owners_built):
+            return kept
+        named = self._name(optimizer)
+        names = _OptimizerNames(optimizer, named, self._owners, self._owners_built)
+        if all(id(p) in self._owners for _, p, _, _ in named):
+            # (A parameter of no model is looked for again at every step: its model may
+            # be called or watched later.)
+            if len(self._names) >= _OPTIMIZERS_KEPT:
+                self._names = {k: v for k, v in self._names.items() if v.optimizer() is not None}
+            self._names[id(optimizer)] = names
+        return names
+
+    def _name(self, optimizer: Any) -> _Named:
         named: _Named = []
         rebuilt = False
         for group in optimizer.param_groups:
@@ -360,6 +430,7 @@ class LoopHooks:
                         owners[id(p)] = (qualified, module_name, type(module).__name__, params, key)
         self._owners = owners
         self._owners_key = self._roots_key()
+        self._owners_built += 1
 
     def _owner(self, p: Any) -> tuple[str, str, str] | None:
         """``p``'s (qualified name, owner name, owner class) if the table's entry still holds."""

@@ -218,3 +218,21 @@ def test_not_a_tensor_is_a_type_error() -> None:
     """Something no engine owns fails naming its type."""
     with pytest.raises(TypeError, match="grad_norms\\(\\) takes tensors, got list"):
         grad_norms([[1.0]])
+
+
+@pytest.mark.parametrize("make", [hookgrad.tensor, torch.tensor], ids=["hookgrad", "torch"])
+def test_the_last_batch_is_answered_whole_until_one_of_it_changes_or_dies(
+    make: Any, calls: list[int]
+) -> None:
+    """The same tensors asked again (as every plugin of a step asks) are answered at once; an
+    in-place change renorms only that tensor; a tensor dying drops the kept batch."""
+    a, b = make([3.0, 4.0]), make([6.0, 8.0])
+    assert grad_norms([a, b]) == [5.0, 10.0] == grad_norms([a, b])
+    assert calls == [2]
+    b.mul_(2.0)
+    assert grad_norms([a, b]) == [5.0, 20.0] and calls == [2, 1]
+    alive = weakref.ref(b)
+    del b
+    gc.collect()
+    assert alive() is None and _grad_norms._last is None
+    assert grad_norms([a]) == [5.0] and calls == [2, 1]  # still known one by one

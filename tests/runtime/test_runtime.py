@@ -551,6 +551,30 @@ def test_parameter_names_follow_changes_to_the_model():
     ]
 
 
+def test_names_follow_the_optimizers_parameter_lists_between_steps():
+    """The names kept from the last step follow a group added, a parameter swapped in a
+    group's list and one replaced in its module."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    plugin = _Veto()
+    with _isolated() as rt:
+        rt.register(plugin, name="veto")
+        rt.watch(model)
+        opt = optim.SGD(model[0].parameters(), lr=0.1)
+        opt.step()
+        opt.add_param_group({"params": [model[1].weight]})
+        opt.step()
+        opt.param_groups[1]["params"][0] = model[1].bias
+        opt.step()
+        model[0].weight = nn.Parameter(hookgrad.zeros(2, 2))  # the optimizer keeps the old one
+        opt.step()
+    assert plugin.pre == [
+        (0, ["0.weight", "0.bias"]),
+        (1, ["0.weight", "0.bias", "1.weight"]),
+        (2, ["0.weight", "0.bias", "1.bias"]),
+        (3, ["param0", "0.bias", "1.bias"]),
+    ]
+
+
 def test_a_model_watched_after_some_steps_names_its_parameters_from_then_on():
     """The owner table is rebuilt when a naming root is added (or dies), not every step."""
     first, second = nn.Linear(2, 1), nn.Sequential(nn.Linear(2, 1))
