@@ -40,16 +40,25 @@ _CACHE: dict[int, _Entry] = {}
 
 
 class _Batch:
-    """The tensors of the last call, whole: their ids, versions and norms."""
+    """The tensors of the last call, whole: their ids, and their versions and norms.
 
-    __slots__ = ("ids", "norms", "refs", "versions")
+    Its values go into the per-tensor entries only when a call asks for other tensors
+    (:meth:`spill`): a step whose plugins all ask for the same gradients makes none.
+    """
+
+    __slots__ = ("ids", "refs", "state")
 
     def __init__(self, tensors: Sequence[Any], versions: list[int], norms: list[float | None]):
         self.ids = tuple(map(id, tensors))
-        self.versions = versions
-        self.norms = norms
         # The callbacks drop the batch when a tensor dies (its id may then be reused).
         self.refs = [weakref.ref(t, _batch_died) for t in tensors]
+        self.state = (versions, norms)  # one attribute: a reader never sees half an update
+
+    def spill(self) -> None:
+        """Make the batch's values per-tensor entries (it is being let go)."""
+        versions, norms = self.state
+        for key, ref, version, norm in zip(self.ids, self.refs, versions, norms, strict=True):
+            _CACHE[key] = (ref, version, norm)
 
 
 _last: _Batch | None = None
@@ -58,6 +67,13 @@ _last: _Batch | None = None
 def _batch_died(_: Any) -> None:
     global _last
     _last = None
+
+
+def _let_go_of_last() -> None:
+    global _last
+    last, _last = _last, None
+    if last is not None:
+        last.spill()
 
 
 _MIN_LIMIT = 256
@@ -84,23 +100,27 @@ def grad_norms(tensors: Sequence[Any]) -> list[float | None]:
         versions = [t._version for t in tensors]
     except AttributeError:  # a None (or not a tensor: _compute names it)
         versions = None
-    else:
-        last = _last
-        if last is not None and versions == last.versions and tuple(map(id, tensors)) == last.ids:
-            return list(last.norms)
+    last = _last
+    if last is not None:
+        if versions == last.state[0] and tuple(map(id, tensors)) == last.ids:
+            return list(last.state[1])
+        _let_go_of_last()
     norms: list[float | None] = [None] * len(tensors)
     missing: list[int] = []
     cache = _CACHE
-    for i, t in enumerate(tensors):
-        if t is None:
-            continue
-        entry = cache.get(id(t))
-        if entry is not None and entry[1] == t._version and entry[0]() is t:
-            norms[i] = entry[2]
-        else:
-            missing.append(i)
+    if cache:
+        for i, t in enumerate(tensors):
+            if t is None:
+                continue
+            entry = cache.get(id(t))
+            if entry is not None and entry[1] == t._version and entry[0]() is t:
+                norms[i] = entry[2]
+            else:
+                missing.append(i)
+    else:
+        missing = [i for i, t in enumerate(tensors) if t is not None]
     if missing:
-        _compute(tensors, missing, norms)
+        _compute(tensors, missing, norms, keep=versions is None)
     if versions is not None:
         _last = _Batch(tensors, versions, list(norms))
     return norms
@@ -108,8 +128,7 @@ def grad_norms(tensors: Sequence[Any]) -> list[float | None]:
 
 def forget(tensors: Sequence[Any]) -> None:
     """Drop the cached norms of ``tensors``: they were written without a version bump."""
-    global _last
-    _last = None
+    _let_go_of_last()
     if _CACHE:
         for t in tensors:
             if t is not None:
@@ -121,11 +140,16 @@ def scaled(tensors: Sequence[Any], versions: Sequence[int], factor: float) -> No
     cached norms, if current then, become ``|factor|`` times theirs, so the next reader (the
     post-clip statistics) needs no device pass. A non-finite norm is dropped instead: a
     product with huge finite entries need not overflow as their squares did."""
-    global _last
-    _last = None  # the batch's versions are stale now: it is made again by the next call
+    magnitude = abs(factor)
+    last = _last
+    if last is not None and tuple(map(id, tensors)) == last.ids:
+        then, norms = last.state
+        if list(versions) == then and all(n is not None and math.isfinite(n) for n in norms):
+            last.state = ([t._version for t in tensors], [n * magnitude for n in norms])  # type: ignore[operator]
+            return
+    _let_go_of_last()
     if not _CACHE:
         return
-    magnitude = abs(factor)
     for t, version in zip(tensors, versions, strict=True):
         key, now = id(t), t._version
         entry = _CACHE.get(key)
@@ -138,18 +162,23 @@ def scaled(tensors: Sequence[Any], versions: Sequence[int], factor: float) -> No
             del _CACHE[key]
 
 
-def _compute(tensors: Sequence[Any], missing: list[int], norms: list[float | None]) -> None:
-    """Norm ``tensors[i]`` for each i in ``missing`` (by engine), into ``norms`` and the cache."""
+def _compute(
+    tensors: Sequence[Any], missing: list[int], norms: list[float | None], *, keep: bool
+) -> None:
+    """Norm ``tensors[i]`` for each i in ``missing`` (by engine) into ``norms``, and into the
+    per-tensor entries if ``keep`` (else the caller keeps them as the last batch)."""
     by_type: dict[type, list[int]] = {}  # a tensor type is of one engine
     for i in missing:
         by_type.setdefault(type(tensors[i]), []).append(i)
     cache = _CACHE
     for indices in by_type.values():
         batch = [tensors[i] for i in indices]
-        engine = _engine_of(batch[0])
-        for i, t, norm in zip(indices, batch, engine.grad_norms(batch), strict=True):
+        values = _engine_of(batch[0]).grad_norms(batch)
+        for i, norm in zip(indices, values, strict=True):
             norms[i] = norm
-            cache[id(t)] = (weakref.ref(t), t._version, norm)
+        if keep:
+            for t, norm in zip(batch, values, strict=True):
+                cache[id(t)] = (weakref.ref(t), t._version, norm)
     if len(cache) > _limit:
         _sweep()
 

@@ -182,6 +182,7 @@ def test_a_new_tensor_at_a_dead_ones_id_is_normed_anew(make: Any) -> None:
     norm, and the cache keeps no gradient alive."""
     old = make([7.0, 0.0])
     assert grad_norms([old]) == [7.0]
+    assert grad_norms([old, make([1.0])]) == [7.0, 1.0]  # another batch: old's norm kept alone
     entry = _grad_norms._CACHE[id(old)]
     alive = weakref.ref(old)
     del old
@@ -192,7 +193,8 @@ def test_a_new_tensor_at_a_dead_ones_id_is_normed_anew(make: Any) -> None:
     assert new._version == entry[1]
     assert grad_norms([new]) == [1.0]
     other = make([2.0])
-    grad_norms([other])
+    grad_norms([other, new])
+    _grad_norms.forget([new])  # lets the batch go: other's entry stays
     _grad_norms._CACHE[id(new)] = _grad_norms._CACHE[id(other)]  # a live other tensor's entry
     assert grad_norms([new]) == [1.0]
 

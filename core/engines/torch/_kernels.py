@@ -179,6 +179,9 @@ _HOST_SCALARS: Final[dict[torch.dtype, type[np.floating[Any]]]] = {
     torch.float64: np.float64,
 }
 """Dtypes whose torch arithmetic numpy scalars repeat bit for bit: the op's own dtype, IEEE."""
+_NO_OVERFLOW: Final = 1e30
+"""A max_norm below which a clip coefficient's float32 arithmetic cannot overflow (the
+reciprocal of a norm plus 1e-6 is at most 1e6; float32 reaches 3.4e38)."""
 
 
 def total_norms(
@@ -205,7 +208,9 @@ def clip_with_norm_(
     present = [t for t in tensors if t is not None]
     if not present:  # as for clip_grad_norm_ of no gradients, whose norm is float32
         return _clip_coefficient(max_norm, total_norm, torch.float32)
-    dtype = functools.reduce(torch.promote_types, [t.dtype for t in present])
+    dtype = present[0].dtype
+    if not all(t.dtype is dtype for t in present):
+        dtype = functools.reduce(torch.promote_types, [t.dtype for t in present])
     coefficient = _clip_coefficient(max_norm, total_norm, dtype)
     if coefficient != 1.0:
         versions = [t._version for t in present]
@@ -228,8 +233,11 @@ def _clip_coefficient(max_norm: float, total_norm: float, dtype: torch.dtype) ->
     if scalar is None:
         total = torch.tensor(total_norm, dtype=dtype)
         return float(torch.clamp(max_norm / (total + 1e-6), max=1.0))
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+    if max_norm < _NO_OVERFLOW:  # 1 / (norm + 1e-6) <= 1e6: nothing can overflow or warn
         coefficient = scalar(1.0) / (scalar(total_norm) + scalar(1e-6)) * scalar(max_norm)
+    else:  # numpy would warn where torch is silent (inf, or inf * 0 = nan)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            coefficient = scalar(1.0) / (scalar(total_norm) + scalar(1e-6)) * scalar(max_norm)
     return float(coefficient) if not coefficient > 1.0 else 1.0  # nan stays nan, as in clamp
 
 
