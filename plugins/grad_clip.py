@@ -258,9 +258,9 @@ class GradClip:
         }
         if not (math.isfinite(pre) and math.isfinite(post)):
             data["nonfinite"] = True
-        self.runtime.emit(
-            {"plugin": NAME, "kind": "clip", "step": step, "module_name": module_name, "data": data}
-        )
+        record = {"plugin": NAME, "kind": "clip", "step": step, "module_name": module_name}
+        # JSON-safe by construction: finite floats or None, the mode, a bool.
+        self.runtime.emit({**record, "data": data}, trusted=True)
 
 
 # ---------------------------------------------------------------------- helpers

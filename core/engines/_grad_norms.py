@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -75,6 +75,9 @@ def _let_go_of_last() -> None:
     if last is not None:
         last.spill()
 
+
+_engine_lookup: Callable[[Any], Engine | None] | None = None
+"""hookgrad.engines.engine_of, once imported (a function-level import costs a microsecond)."""
 
 _MIN_LIMIT = 256
 _limit = _MIN_LIMIT
@@ -194,9 +197,12 @@ def _sweep() -> None:
 
 
 def _engine_of(tensor: Any) -> Engine:
-    from . import engine_of  # not at the top: hookgrad.engines imports this module
+    global _engine_lookup
+    if _engine_lookup is None:
+        from . import engine_of  # not at the top: hookgrad.engines imports this module
 
-    engine = engine_of(tensor)
+        _engine_lookup = engine_of
+    engine = _engine_lookup(tensor)
     if engine is None:
         raise TypeError(f"grad_norms() takes tensors, got {type(tensor).__name__}")
     return engine

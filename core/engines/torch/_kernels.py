@@ -15,6 +15,7 @@ nor fade.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections import defaultdict
@@ -558,13 +559,14 @@ def grad_norms(tensors: Sequence[torch.Tensor | None]) -> list[float | None]:
     present = [t for t in tensors if t is not None]
     if not present:
         return [None] * len(tensors)
-    first = present[0]
-    device, dtype = first.device, first.dtype
-    if all(t.dtype == dtype and t.device == device for t in present):
+    values: list[Any] | None = None
+    dtypes = {t.dtype for t in present}
+    if len(dtypes) == 1:
         # No no_grad (2 us): the norms go straight to the host, no graph outlives this line.
-        norms = _private.foreach_norm(present, 2.0, dtype=_norm_dtype(dtype))
-        values: list[Any] = torch.stack(norms).tolist()
-    else:
+        with contextlib.suppress(RuntimeError):  # several devices: stack refuses, grouped below
+            norms = _private.foreach_norm(present, 2.0, dtype=_norm_dtype(dtypes.pop()))
+            values = torch.stack(norms).tolist()
+    if values is None:
         values = _per_group(present, _norm_rows)
     if len(present) == len(tensors):
         return values
@@ -579,7 +581,7 @@ def total_norm_of(tensors: Sequence[torch.Tensor], norms: Sequence[float]) -> fl
     if not tensors:
         return 0.0
     dtype = tensors[0].dtype
-    if dtype not in _NORMED_AS_IS or not all(t.is_cpu and t.dtype == dtype for t in tensors):
+    if dtype not in _NORMED_AS_IS or {(t.dtype, t.is_cpu) for t in tensors} != {(dtype, True)}:
         return None
     # The norms' tensor through numpy: 3x torch.tensor's speed, the same float32/64 values.
     stacked = torch.from_numpy(np.array(norms, dtype=_HOST_SCALARS[dtype]))
