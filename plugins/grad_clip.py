@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 import numpy as np
@@ -128,7 +128,7 @@ class GradClip:
         self.config = config
         self.runtime: hookgrad.Runtime | None = None
         self._history: deque[float] = deque(maxlen=config.history)
-        strategies: dict[str, Callable[[int, list[tuple[str, Any]]], None]] = {
+        strategies: dict[str, Callable[[int, Sequence[tuple[str, Any]]], None]] = {
             "norm": self._global(self._clip_norm),
             "value": self._global(self._clip_value),
             "agc": self._global(self._clip_agc),
@@ -152,9 +152,7 @@ class GradClip:
     @stage(Stage.CLIP)
     def hookgrad_optimizer_step_pre(self, event: OptimizerStepPreEvent) -> None:
         """Clip the selected gradients in place, after every other pipeline stage."""
-        named = [(name, p) for name, p in event.parameters if p.grad is not None]
-        if named:  # no gradient, nothing to clip or report
-            self._strategy(event.step, named)
+        self._strategy(event.step, event.parameters)
 
     @hookimpl
     def hookgrad_full_backward(self, event: FullBackwardEvent) -> tuple[Any, ...] | None:
@@ -175,24 +173,32 @@ class GradClip:
     # ------------------------------------------------------------------ optimizer-step modes
     def _global(
         self, clip: Callable[[Engine, list[Any]], _Outcome]
-    ) -> Callable[[int, list[tuple[str, Any]]], None]:
+    ) -> Callable[[int, Sequence[tuple[str, Any]]], None]:
         """A mode that clips all selected gradients together: one record per step."""
 
-        def run(step: int, named: list[tuple[str, Any]]) -> None:
-            self._emit(step, None, clip(_engine_of(named[0][1]), [p for _, p in named]))
+        def run(step: int, named: Sequence[tuple[str, Any]]) -> None:
+            params = [p for _, p in named if p.grad is not None]
+            if params:  # no gradient, nothing to clip or report
+                self._emit(step, None, clip(_engine_of(params[0]), params))
 
         return run
 
-    def _clip_per_module(self, step: int, named: list[tuple[str, Any]]) -> None:
+    def _clip_per_module(self, step: int, named: Sequence[tuple[str, Any]]) -> None:
         """``clip_grad_norm_`` per owning module (the name before the last dot): one record each.
 
         Every module's norms are taken first, together (one sync), so an error_if_nonfinite
         failure leaves every gradient as it was.
         """
         groups: dict[str, list[Any]] = {}
+        first = None
         for name, p in named:
-            groups.setdefault(name.rpartition(".")[0], []).append(p.grad)
-        engine = _engine_of(named[0][1])
+            if (grad := p.grad) is not None:
+                groups.setdefault(name.rpartition(".")[0], []).append(grad)
+                if first is None:
+                    first = p
+        if first is None:  # no gradient, nothing to clip or report
+            return
+        engine = _engine_of(first)
         norms = self._norms(engine, list(groups.values()))
         for (module_name, grads), (total, pre) in zip(groups.items(), norms):
             self._emit(

@@ -17,7 +17,7 @@ the records, live or read back from JSON lines, into the per-layer table printed
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeAlias, get_args
 
@@ -122,6 +122,12 @@ class GradStats:
         # come from the step's shared gradient norms, with no summary computed.
         self._fields = None if fields == frozenset(STATS) else fields
         self._norms_only = fields == {"norm"} and not config.histogram_bins
+        # What a param_grad and a module_grad record say of one summary / a module's summaries
+        # (with norms alone, each "summary" is the float itself).
+        self._parameter_data: Callable[[Any], Mapping[str, Any]] = self._kept
+        self._module_data: Callable[[Sequence[Any]], Mapping[str, Any]] = self._aggregate_kept
+        if self._norms_only:
+            self._parameter_data, self._module_data = _norm_data, _norms_data
         if not config.grad_output:
             # No implementation, no global backward hook: module calls keep their fast path.
             self.hookgrad_full_backward = None  # type: ignore[method-assign,assignment]
@@ -207,6 +213,9 @@ class GradStats:
     def _sampled(self, step: int) -> bool:
         return step % self.config.every_n_steps == 0
 
+    def _aggregate_kept(self, summaries: Sequence[_Summary]) -> Mapping[str, Any]:
+        return self._kept(_aggregate(summaries))
+
     def _kept(self, summary: Mapping[str, Any]) -> Mapping[str, Any]:
         """``summary`` with only the statistics the ``stats`` setting asks for."""
         fields = self._fields
@@ -236,8 +245,9 @@ class GradStats:
         if engine is None or not grads:
             return []
         names = [name for name, _ in grads]
-        if self._norms_only:  # the summaries hold the norm only: nothing to filter
-            summaries = _norm_summaries(engine, grads)
+        summaries: list[Any]
+        if self._norms_only:  # each "summary" is the norm alone: nothing to filter
+            summaries = _step_norms(engine, grads)
         else:
             summaries = _summaries_reusing(engine, grads, known or {})
         bins = self.config.histogram_bins
@@ -346,15 +356,14 @@ class _StepRecords:
         return self._module_records
 
     def _build_module_records(self) -> list[dict[str, Any]]:
-        plugin, layout, summaries, moves = self._plugin, self._layout, self._summaries, self._moves
-        kept = _same if plugin._norms_only else plugin._kept
-        aggregate = _aggregate_norms if plugin._norms_only else _aggregate
+        layout, summaries, moves = self._layout, self._summaries, self._moves
+        module_data = self._plugin._module_data
         records = []
         for module, members in zip(layout.modules, layout.members, strict=True):
             data = {
                 "stage": self._stage,
                 **self._extra,
-                **kept(aggregate([summaries[i] for i in members])),
+                **module_data([summaries[i] for i in members]),
             }
             if moves is not None:
                 moved = [move for i in members if (move := moves.get(layout.names[i]))]
@@ -366,12 +375,12 @@ class _StepRecords:
         plugin = self._plugin
         if not plugin.config.per_parameter:
             return []
-        kept = _same if plugin._norms_only else plugin._kept
+        parameter_data = plugin._parameter_data
         moves, histograms = self._moves, self._histograms
         records = []
         for i, (name, summary) in enumerate(zip(self._layout.names, self._summaries, strict=True)):
             data: dict[str, Any] = {"param": name, "stage": self._stage, **self._extra}
-            data.update(kept(summary))
+            data.update(parameter_data(summary))
             if moves is not None:
                 move = moves.get(name)
                 data["update_ratio"] = None if move is None else _ratio(*move)
@@ -403,33 +412,32 @@ def _summaries_reusing(
     return [done[i] if i in done else known[name] for i, (name, _) in enumerate(grads)]  # type: ignore[misc]
 
 
-def _same(summary: _Summary) -> _Summary:
-    return summary
-
-
-def _norm_summaries(engine: Engine, grads: _Grads) -> list[_Summary]:
-    """``{"norm": ...}`` of each gradient, from the step's shared norms (:func:`grad_norms`).
+def _step_norms(engine: Engine, grads: _Grads) -> list[float | None]:
+    """Each gradient's norm, from the step's shared norms (:func:`grad_norms`).
 
     A non-finite shared norm (NaN/Inf entries, or squares that overflow the gradient's dtype)
     is replaced by the engine's summary norm, over the finite entries (None past the largest
     float), as the full statistics give it.
     """
     norms = grad_norms([grad for _, grad in grads])
-    summaries: list[_Summary] = [{"norm": norm} for norm in norms]
-    bad = [i for i, norm in enumerate(norms) if not math.isfinite(norm)]  # type: ignore[arg-type]
-    if bad:
+    if not all(map(math.isfinite, norms)):  # type: ignore[arg-type]
+        bad = [i for i, norm in enumerate(norms) if not math.isfinite(norm)]  # type: ignore[arg-type]
         fallback = engine.grad_summaries([grads[i][1] for i in bad])
         for i, summary in zip(bad, fallback, strict=True):
-            summaries[i] = {"norm": summary["norm"]}  # type: ignore[index]
-    return summaries
+            norms[i] = summary["norm"]  # type: ignore[index]
+    return norms
 
 
-def _aggregate_norms(summaries: Sequence[Mapping[str, Any]]) -> _Data:
-    """:func:`_aggregate` of norm-only summaries: the norm of all entries together."""
-    norms = [s["norm"] for s in summaries]
+def _norm_data(norm: float | None) -> _Data:
+    """A param_grad record's statistics when they are the norm alone."""
+    return {"norm": norm}
+
+
+def _norms_data(norms: Sequence[float | None]) -> _Data:
+    """:func:`_aggregate` of norms alone: the norm of all entries together."""
     if None in norms:  # a norm past the largest float: so is the layer's
         return {"norm": None}
-    return {"norm": _finite_or_none(math.hypot(*norms))}
+    return {"norm": _finite_or_none(math.hypot(*norms))}  # type: ignore[arg-type]
 
 
 def _aggregate(summaries: Sequence[Mapping[str, Any]]) -> _Data:
