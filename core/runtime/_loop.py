@@ -85,7 +85,7 @@ class _OptimizerNames:
     them (by plugin name), kept for the next steps: a step that finds them holding costs a
     few C-level list comparisons instead of a lookup per parameter."""
 
-    __slots__ = ("_groups", "_holders", "_keys", "_owners_built", "_params", "named")
+    __slots__ = ("_holders", "_keys", "_owners_built", "_params", "named")
     __slots__ += ("optimizer", "selected")
 
     def __init__(
@@ -95,31 +95,24 @@ class _OptimizerNames:
         self.named = named
         self.selected: dict[str | None, _Pairs] = {}
         self._owners_built = owners_built
-        self._groups = _group_shapes(optimizer)
         self._params = [p for _, p, _, _ in named]
         entries = [owners.get(id(p)) for p in self._params]
         self._holders = [entry[3] if entry else {} for entry in entries]
         self._keys = [entry[4] if entry else "" for entry in entries]
 
     def holds(self, optimizer: Any, owners_built: int) -> bool:
-        """Whether nothing changed since: the same optimizer, owner table, parameter lists
-        (the same tensors in the same order) and owners (each module still holds its
-        parameter under its name)."""
+        """Whether nothing changed since: the same optimizer, owner table, parameters (the
+        same tensors in the same order) and owners (each module still holds its parameter
+        under its name). Only names found through owners are kept, so an optimizer's
+        ``param_names`` need no check."""
         if self.optimizer() is not optimizer or owners_built != self._owners_built:
             return False
-        if _group_shapes(optimizer) != self._groups:
-            return False
         params = [p for group in optimizer.param_groups for p in group["params"]]
-        return all(map(operator.is_, params, self._params)) and all(
-            map(operator.is_, map(dict.get, self._holders, self._keys), self._params)
+        return (
+            len(params) == len(self._params)
+            and all(map(operator.is_, params, self._params))
+            and all(map(operator.is_, map(dict.get, self._holders, self._keys), self._params))
         )
-
-
-def _group_shapes(optimizer: Any) -> list[tuple[int, int]]:
-    """Each param group's number of parameters and ``param_names`` list (by identity)."""
-    return [
-        (len(group["params"]), id(group.get("param_names"))) for group in optimizer.param_groups
-    ]
 
 
 def _veto(result: Any, _: Any) -> bool:
