@@ -353,6 +353,14 @@ class Tensor:
 
         return tensor_repr(self)
 
+    def __format__(self, format_spec: str) -> str:
+        """A 0-dim tensor formats as its value (``f"{loss:.4f}"``); any other tensor, and a
+        subclass such as Parameter, as an object: ``str`` for an empty spec, else TypeError
+        (torch's rule, to the letter)."""
+        if type(self) is Tensor and self._data.ndim == 0:
+            return format(self.item(), format_spec)
+        return object.__format__(self, format_spec)
+
     def __reduce_ex__(self, protocol: Any) -> Any:
         from ._creation import _rebuild
 

@@ -275,3 +275,30 @@ def test_max_along_dim_breaks_ties_at_first_index(lib: Any) -> None:
     assert x.min(1).indices.tolist() == [3, 2]
     values.sum().backward()
     assert x.grad.tolist() == [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize(
+    ("make", "spec"),
+    [
+        (lambda lib: lib.tensor(1.23456), ".4f"),
+        (lambda lib: lib.tensor([1.0, 2.5]).sum(), "8.2e"),
+        (lambda lib: lib.tensor(7, dtype=lib.int64), "03d"),
+        (lambda lib: lib.tensor(1.5), ""),
+        (lambda lib: lib.tensor([1.5]), ""),
+        (lambda lib: lib.tensor([1.5]), ".2f"),
+        (lambda lib: lib.nn.Parameter(lib.tensor(2.0)), ".2f"),
+        (lambda lib: lib.zeros(2, 2), ""),
+    ],
+)
+def test_format_follows_torch(make: Any, spec: str) -> None:
+    """format() and f-strings: a 0-dim tensor as its value; others (and Parameter) as objects,
+    str for an empty spec, else torch's TypeError."""
+    torch = pytest.importorskip("torch")
+
+    def formatted(lib: Any) -> str:
+        try:
+            return format(make(lib), spec)
+        except TypeError as error:
+            return f"TypeError: {error}"
+
+    assert formatted(hookgrad) == formatted(torch)
