@@ -670,8 +670,13 @@ class Tensor:
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
         return _shape.unbind(self, dim)
 
-    def contiguous(self) -> Tensor:
-        return self
+    def contiguous(self, memory_format: Any = None) -> Tensor:
+        """``self`` if its entries are laid out in row-major order, else a row-major copy
+        (``CloneBackward0`` in the graph), so that ``.view()`` works on the result."""
+        return self if self._data.flags.c_contiguous else _shape.clone(self)
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        return bool(self._data.flags.c_contiguous)
 
     def clone(self) -> Tensor:
         return _shape.clone(self)
