@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import autograd, nn, optim, utils
+from . import amp, autograd, backends, cuda, distributed, jit, nn, onnx, optim, utils
 from ._creation import (
     Generator,
     arange,
@@ -130,6 +130,12 @@ int = int32
 __version__ = "0.1.0"
 
 __all__ = [
+    "onnx",
+    "jit",
+    "distributed",
+    "cuda",
+    "backends",
+    "amp",
     "Generator",
     "Runtime",
     "Tensor",

@@ -670,6 +670,10 @@ class Tensor:
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
         return _shape.unbind(self, dim)
 
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
+        """Refused with the error of ``.to("cuda")``: hookgrad computes on the CPU."""
+        return self.to("cuda")
+
     def contiguous(self, memory_format: Any = None) -> Tensor:
         """``self`` if its entries are laid out in row-major order, else a row-major copy
         (``CloneBackward0`` in the graph), so that ``.view()`` works on the result."""

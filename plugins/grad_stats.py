@@ -230,14 +230,14 @@ class GradStats:
         extra: _Data,
         moves: Mapping[str, tuple[float, float]] | None,
         known: Mapping[str, _Summary] | None = None,
-    ) -> list[_Summary]:
+    ) -> list[Any]:
         """Record the param_grad records of ``grads``, then one module_grad record per owner.
 
         ``engine`` is the gradients' (None only when there are none). ``moves`` maps a
         parameter name to (||W_after - W_before||, ||W_before||); None when no update ratio
         belongs in the records, empty when there is none to give (skipped). ``known`` holds
         summaries already computed for unchanged gradients, by name. Returns the summaries of
-        ``grads``, in order.
+        ``grads``, in order (their norms alone, as floats, with ``stats = ["norm"]``).
 
         The records are built only when read (:class:`_StepRecords`): at once when a sink or
         the end-of-run table wants them, else when ``plugin.records`` is read, if ever.
@@ -318,8 +318,18 @@ class _StepRecords:
     """One sampled step's records of one stage, kept as the computed statistics and built
     into record dicts (the JSON form the sinks get) on the first read."""
 
-    __slots__ = ("_built", "_extra", "_histograms", "_layout", "_module_records", "_moves")
-    __slots__ += ("_plugin", "_step", "_stage", "_summaries")
+    __slots__ = (
+        "_built",
+        "_extra",
+        "_histograms",
+        "_layout",
+        "_module_records",
+        "_moves",
+        "_plugin",
+        "_stage",
+        "_step",
+        "_summaries",
+    )
 
     def __init__(
         self,
@@ -328,7 +338,7 @@ class _StepRecords:
         stage: str,
         extra: _Data,
         layout: _Layout,
-        summaries: list[_Summary],
+        summaries: list[Any],
         moves: Mapping[str, tuple[float, float]] | None,
         histograms: list[_Data | None] | None,
     ) -> None:
@@ -474,7 +484,7 @@ def _aggregate(summaries: Sequence[Mapping[str, Any]]) -> _Data:
 
 
 def _histograms(
-    engine: Engine, grads: _Grads, summaries: Sequence[_Summary], bins: int
+    engine: Engine, grads: _Grads, summaries: Sequence[Any], bins: int
 ) -> list[_Data | None]:
     """The histogram of each gradient's finite entries (None when it has none)."""
     ranges = [

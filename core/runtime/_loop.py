@@ -85,8 +85,7 @@ class _OptimizerNames:
     them (by plugin name), kept for the next steps: a step that finds them holding costs a
     few C-level list comparisons instead of a lookup per parameter."""
 
-    __slots__ = ("_holders", "_keys", "_owners_built", "_params", "named")
-    __slots__ += ("optimizer", "selected")
+    __slots__ = ("_holders", "_keys", "_owners_built", "_params", "named", "optimizer", "selected")
 
     def __init__(
         self, optimizer: Any, named: _Named, owners: Mapping[int, _Owner], owners_built: int
@@ -105,9 +104,10 @@ class _OptimizerNames:
         same tensors in the same order) and owners (each module still holds its parameter
         under its name). Only names found through owners are kept, so an optimizer's
         ``param_names`` need no check."""
-        if self.optimizer() is not optimizer or owners_built != self._owners_built:
+        kept = self.optimizer()
+        if kept is None or kept is not optimizer or owners_built != self._owners_built:
             return False
-        params = [p for group in optimizer.param_groups for p in group["params"]]
+        params = [p for group in kept.param_groups for p in group["params"]]
         return (
             len(params) == len(self._params)
             and all(map(operator.is_, params, self._params))

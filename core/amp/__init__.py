@@ -1,0 +1,14 @@
+"""``torch.amp`` as on a machine without a GPU: a GradScaler that disables itself.
+
+Mixed precision programs build ``GradScaler()`` (for CUDA) unconditionally and route the loss
+and the step through it. Without CUDA torch warns and disables the scaler, which then passes
+everything through unchanged; hookgrad does the same, so such programs run and give the
+numbers of the unscaled step. A scaler asked to scale on the CPU is refused: hookgrad's loss
+scaling is the ``grad_scale`` plugin.
+"""
+
+from __future__ import annotations
+
+from .grad_scaler import GradScaler
+
+__all__ = ["GradScaler"]
