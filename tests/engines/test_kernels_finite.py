@@ -107,6 +107,37 @@ def test_numpy_skip_covers_every_tensor_sharing_the_array() -> None:
     assert NUMPY.first_nonfinite([second], skip=first) is None
 
 
+def test_a_tensor_met_again_is_screened_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backward's gradients hold each one twice (one module's grad_input is the next one's
+    grad_output): a repeated torch tensor, or numpy array under another tensor, is screened
+    once; a bad entry is still found at its first position."""
+    from hookgrad.engines.numpy import _kernels as numpy_kernels
+    from hookgrad.engines.torch import _kernels as torch_kernels
+
+    screened: list[int] = []
+    real_all_finite, real_norms_finite = numpy_kernels.all_finite, torch_kernels._norms_finite
+    monkeypatch.setattr(
+        numpy_kernels, "all_finite", lambda a: screened.append(1) or real_all_finite(a)
+    )
+    monkeypatch.setattr(
+        torch_kernels,
+        "_norms_finite",
+        lambda group: screened.extend([1] * len(group)) or real_norms_finite(group),
+    )
+    arrays = [np.full(3, v, dtype=np.float32) for v in (1.0, 2.0, 3.0)]
+    batches = {
+        NUMPY: lambda: [hookgrad.from_numpy(arrays[i]) for i in (0, 1, 1, 2, 2, 0)],
+        TORCH: lambda: [t for t in map(torch.from_numpy, arrays) for _ in (0, 1)],
+    }
+    for engine, batch in batches.items():
+        screened.clear()
+        assert engine.first_nonfinite(batch()) is None
+        assert len(screened) == 3, engine
+    arrays[1][2] = np.inf
+    for engine, batch in batches.items():
+        assert engine.first_nonfinite(batch()) == (1 if engine is NUMPY else 2), engine
+
+
 # ---------------------------------------------------------------------- nonfinite_counts
 @given(BATCHES)
 def test_nonfinite_counts_agree(batch: list[np.ndarray | None]) -> None:

@@ -185,13 +185,21 @@ def _unit_norms(array: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------ finiteness and loss scaling
 # (nan_guard, grad_scale: the Engine methods of the same names, on hookgrad tensors)
 def first_nonfinite(values: Sequence[Any], skip: Any = None) -> int | None:
-    """The index of the first tensor in ``values`` with a NaN or Inf (see ``Engine``)."""
-    known = skip._data if isinstance(skip, Tensor) else None
+    """The index of the first tensor in ``values`` with a NaN or Inf (see ``Engine``).
+
+    Each array is screened once: a batch of a backward's gradients holds each array that
+    flows between two modules twice, under two tensors (one module's ``grad_input``, the
+    next one's ``grad_output``).
+    """
+    screened = {id(skip._data)} if isinstance(skip, Tensor) else set()
     for i, value in enumerate(values):
         if isinstance(value, Tensor):
             array = value._data
-            if array is not known and not all_finite(array):
-                return i
+            key = id(array)  # the arrays outlive the call: no id is reused meanwhile
+            if key not in screened:
+                if not all_finite(array):
+                    return i
+                screened.add(key)
     return None
 
 
