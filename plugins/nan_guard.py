@@ -76,8 +76,6 @@ Phase: TypeAlias = Literal["forward", "backward", "step"]
 Role: TypeAlias = Literal["producer", "propagator"]
 Found: TypeAlias = tuple[Engine, Any]
 """A non-finite tensor and its engine."""
-_Call: TypeAlias = tuple[str, int, tuple[Any, ...], tuple[Any, ...]]
-"""A module call's backward: (module name, step, grad_output, grad_input)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +205,8 @@ class NanGuard:
         self._step = -1  # the step _findings and _recorded belong to
         self._recorded = 0
         self._last_finite: object = None  # the tensor found finite last
-        self._kept: list[_Call] | None = None  # the calls of the backward under way
+        self._kept: list[FullBackwardEvent] | None = None  # the calls of the backward under way
+        self._kept_grads: list[Any] = []  # their grad_output and grad_input, one after another
         # An implementation that exists costs every module call its hook machinery, even if it
         # returns at once: switched-off checks are not implemented at all (see the specs).
         if not config.check_forward:
@@ -244,13 +243,15 @@ class NanGuard:
     def hookgrad_full_backward(self, event: FullBackwardEvent) -> None:
         """Keep the call's gradients for the check at the end of the backward (outside an
         observed backward, ``autograd.grad`` say, check them at once)."""
-        stored = event.__dict__  # the engine's tensors, not read-only aliases: only read here
-        call = (event.module_name, event.step, stored["grad_output"], stored["grad_input"])
         kept = self._kept
-        if kept is not None:
-            kept.append(call)
-        else:
-            self._check_call(call)
+        if kept is None:
+            self._check_call(event)
+            return
+        kept.append(event)
+        stored = event.__dict__  # the engine's tensors, not read-only aliases: only read here
+        grads = self._kept_grads
+        grads += stored["grad_output"]
+        grads += stored["grad_input"]
 
     @hookimpl
     def hookgrad_backward_begin(self, event: BackwardBeginEvent) -> None:
@@ -258,7 +259,7 @@ class NanGuard:
         self._check_kept()  # calls kept by a backward that raised before its end
         self._findings = [f for f in self._findings if f.phase != "backward"]
         self._last_finite = None
-        self._kept = []
+        self._kept, self._kept_grads = [], []
 
     @hookimpl
     def hookgrad_backward_end(self, event: BackwardEndEvent) -> None:
@@ -320,10 +321,10 @@ class NanGuard:
     def _check_kept(self) -> None:
         """Screen every gradient kept since the backward began in one kernel call; only if one
         is non-finite, replay the per-call checks, in call order, from the call holding it."""
-        kept, self._kept = self._kept, None
+        kept, grads = self._kept, self._kept_grads
+        self._kept, self._kept_grads = None, []
         if not kept:
             return
-        grads = [g for _, _, grad_output, grad_input in kept for g in (*grad_output, *grad_input)]
         engine = _engine_in(grads)
         index = None if engine is None else engine.first_nonfinite(grads)
         if index is None:
@@ -332,9 +333,9 @@ class NanGuard:
         for call in kept[_call_holding(kept, index) :]:
             self._check_call(call)
 
-    def _check_call(self, call: _Call) -> None:
+    def _check_call(self, event: FullBackwardEvent) -> None:
         """Check one module call's ``grad_output``, then its ``grad_input``, as one batch."""
-        module_name, step, grad_output, grad_input = call
+        module_name, step, grad_output, grad_input = _gradients(event)
         found = self._first_nonfinite((*grad_output, *grad_input))
         if found is None:
             return
@@ -478,11 +479,20 @@ def _first_nonfinite_grad(engine: Engine, grads: Sequence[Any]) -> int | None:
     return None if found is None else suspects[found]
 
 
-def _call_holding(calls: Sequence[_Call], index: int) -> int:
+def _gradients(event: FullBackwardEvent) -> tuple[str, int, tuple[Any, ...], tuple[Any, ...]]:
+    """(module name, step, grad_output, grad_input) of a module call: the engine's tensors as
+    the event stores them, not the read-only aliases a read of the fields makes (the guard
+    only reads them, and an alias per tensor per call is what the check must not cost)."""
+    stored = event.__dict__
+    return event.module_name, event.step, stored["grad_output"], stored["grad_input"]
+
+
+def _call_holding(calls: Sequence[FullBackwardEvent], index: int) -> int:
     """The position in ``calls`` of the call holding entry ``index`` of all their gradients
     (each call's ``grad_output``, then its ``grad_input``): the calls before it are finite."""
     remaining = index
-    for position, (_, _, grad_output, grad_input) in enumerate(calls):
+    for position, event in enumerate(calls):
+        _, _, grad_output, grad_input = _gradients(event)
         remaining -= len(grad_output) + len(grad_input)
         if remaining < 0:
             return position
