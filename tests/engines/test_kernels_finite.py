@@ -49,6 +49,53 @@ def test_first_nonfinite_agrees_with_isfinite(batch: list[np.ndarray | None]) ->
         assert engine.first_nonfinite(as_tensors(make, batch)) == expected_first(batch), engine
 
 
+LONG_BATCHES = (
+    st.lists(BATCHES, min_size=2, max_size=5)
+    .map(lambda batches: [a for batch in batches for a in batch])
+    .filter(lambda batch: len(batch) >= 8)
+)
+
+
+@given(LONG_BATCHES)
+def test_long_batches_screened_together_agree_with_isfinite(
+    batch: list[np.ndarray | None],
+) -> None:
+    """A long batch (a backward's gradients, screened together on numpy first): the same first
+    non-finite tensor on both engines; huge finite entries, whose joint sum of squares
+    overflows, are still finite."""
+    for engine, make in BOTH:
+        assert engine.first_nonfinite(as_tensors(make, batch)) == expected_first(batch), engine
+
+
+@pytest.mark.parametrize(
+    ("sizes", "dtypes"),
+    [
+        ((64,) * 40, ("float32",)),  # one joint screen
+        ((1 << 14,) * 40, ("float32", "float64")),  # several chunks, mixed dtypes
+        ((1 << 15, 64, 3) * 4, ("float32", "float16", "int64")),  # arrays screened alone
+    ],
+)
+def test_a_bad_entry_anywhere_in_a_long_batch_is_found(
+    sizes: tuple[int, ...], dtypes: tuple[str, ...]
+) -> None:
+    """NaN or Inf in any one array of a long batch, whatever its size, dtype and place (and
+    each array given twice, side by side, as a backward's gradients are): that array's first
+    index on both engines; none when all are finite."""
+    arrays = [np.ones(n, dtype=dtypes[i % len(dtypes)]) for i, n in enumerate(sizes)]
+    floating = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
+    for bad in [None, floating[0], floating[len(floating) // 2], floating[-1]]:
+        batch = [a.copy() for a in arrays]
+        if bad is not None:
+            batch[bad][-1] = np.inf if bad % 2 else np.nan
+        expected = None if bad is None else 2 * bad
+        for engine, make in BOTH:
+            tensors = [make(a) for a in batch]
+            if engine is NUMPY:  # the same array under two tensors
+                tensors = [hookgrad.from_numpy(a) for a in batch]
+            twice = [t for t in tensors for _ in (0, 1)]
+            assert engine.first_nonfinite(twice) == expected, (engine, bad)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_one_bad_entry_of_any_float_dtype_and_layout(dtype: str, bad: float) -> None:

@@ -610,9 +610,10 @@ def test_an_array_found_finite_is_not_checked_again_as_the_next_grad_output(
     next (nor as the root's call, spanning them all: its two are the same arrays again)."""
     from hookgrad.engines.numpy import _kernels
 
-    screened: list[np.ndarray] = []
-    real = _kernels.all_finite
+    screened: list[np.ndarray] = []  # alone or together with others
+    real, joint = _kernels.all_finite, _kernels._joint_finite
     monkeypatch.setattr(_kernels, "all_finite", lambda a: screened.append(a) or real(a))
+    monkeypatch.setattr(_kernels, "_joint_finite", lambda b: screened.extend(b) or joint(b))
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
     x = hookgrad.randn(5, 3, requires_grad=True)
     with capture_events(guard(check_parameters=False)) as capture:

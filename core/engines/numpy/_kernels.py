@@ -184,13 +184,25 @@ def _unit_norms(array: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------ finiteness and loss scaling
 # (nan_guard, grad_scale: the Engine methods of the same names, on hookgrad tensors)
+_JOINT_BATCH: Final = 8
+"""Batches of at least this many entries are screened together first (see first_nonfinite)."""
+_JOINT_ARRAY: Final = 1 << 14
+"""Float32/float64 arrays of at most this many entries join a joint screen; larger ones, whose
+own screen costs more than a call, and other dtypes are screened alone."""
+_JOINT_CHUNK: Final = 1 << 18
+"""Entries concatenated per joint screen: the copy stays at about 1 MiB."""
+
+
 def first_nonfinite(values: Sequence[Any], skip: Any = None) -> int | None:
     """The index of the first tensor in ``values`` with a NaN or Inf (see ``Engine``).
 
     Each array is screened once: a batch of a backward's gradients holds each array that
     flows between two modules twice, under two tensors (one module's ``grad_input``, the
-    next one's ``grad_output``).
+    next one's ``grad_output``). Such a batch (many small arrays) is first screened together
+    (:func:`_all_finite_together`); only if that fails are the arrays screened in order.
     """
+    if len(values) >= _JOINT_BATCH and _all_finite_together(values):
+        return None
     screened = {id(skip._data)} if isinstance(skip, Tensor) else set()
     for i, value in enumerate(values):
         if isinstance(value, Tensor):
@@ -201,6 +213,42 @@ def first_nonfinite(values: Sequence[Any], skip: Any = None) -> int | None:
                     return i
                 screened.add(key)
     return None
+
+
+def _all_finite_together(values: Sequence[Any]) -> bool:
+    """Whether every tensor in ``values`` is finite, with one BLAS call per chunk of small
+    arrays rather than one per array: the small float32/float64 arrays are concatenated
+    (a float64 one makes the chunk float64) and the chunk dotted with itself, the others
+    screened alone. False may also mean huge finite values (an overflowing sum of squares):
+    the caller confirms array by array. Each array is screened once."""
+    chunk: list[np.ndarray] = []
+    entries = 0
+    last = None  # the array met last: most repeats come right after it, without a lookup
+    seen: set[int] = set()
+    for value in values:
+        if not isinstance(value, Tensor) or value._data is last:
+            continue
+        array = last = value._data
+        key = id(array)  # the arrays outlive the call: no id is reused meanwhile
+        if key in seen:
+            continue
+        seen.add(key)
+        if array.size <= _JOINT_ARRAY and array.dtype in _NORMED_AS_IS:
+            chunk.append(array)
+            entries += array.size
+            if entries >= _JOINT_CHUNK:
+                if not _joint_finite(chunk):
+                    return False
+                chunk, entries = [], 0
+        elif not all_finite(array):
+            return False
+    return not chunk or _joint_finite(chunk)
+
+
+def _joint_finite(arrays: list[np.ndarray]) -> bool:
+    """Whether the sum of squares of all entries of ``arrays`` (float32/float64) is finite."""
+    joint = np.concatenate(arrays, axis=None)
+    return math.isfinite(np.vdot(joint, joint))
 
 
 def count_nonfinite(tensors: Sequence[Any]) -> list[tuple[int, int]]:
