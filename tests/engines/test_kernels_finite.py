@@ -96,6 +96,18 @@ def test_a_bad_entry_anywhere_in_a_long_batch_is_found(
             assert engine.first_nonfinite(twice) == expected, (engine, bad)
 
 
+@pytest.mark.parametrize("bad", [None, 0, 5, 9])
+def test_transposed_views_in_a_long_batch(bad: int | None) -> None:
+    """Non-contiguous tensors (transposed views) among contiguous ones in a long batch: the
+    one holding a NaN is found, at its index, on both engines."""
+    arrays = [np.arange(12, dtype=np.float32).reshape(3, 4) + i for i in range(10)]
+    if bad is not None:
+        arrays[bad][1, 2] = np.nan
+    for engine, make in BOTH:
+        batch = [make(a).t() if i % 2 else make(a) for i, a in enumerate(arrays)]
+        assert engine.first_nonfinite(batch) == bad, engine
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_one_bad_entry_of_any_float_dtype_and_layout(dtype: str, bad: float) -> None:

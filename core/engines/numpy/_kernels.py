@@ -217,11 +217,12 @@ def first_nonfinite(values: Sequence[Any], skip: Any = None) -> int | None:
 
 def _all_finite_together(values: Sequence[Any]) -> bool:
     """Whether every tensor in ``values`` is finite, with one BLAS call per chunk of small
-    arrays rather than one per array: the small float32/float64 arrays are concatenated
-    (a float64 one makes the chunk float64) and the chunk dotted with itself, the others
+    arrays rather than one per array: the small C-contiguous float32/float64 arrays are
+    joined, those of one dtype side by side, and each chunk dotted with itself; the others are
     screened alone. False may also mean huge finite values (an overflowing sum of squares):
     the caller confirms array by array. Each array is screened once."""
     chunk: list[np.ndarray] = []
+    dtype = None  # the chunk's
     entries = 0
     last = None  # the array met last: most repeats come right after it, without a lookup
     seen: set[int] = set()
@@ -233,21 +234,25 @@ def _all_finite_together(values: Sequence[Any]) -> bool:
         if key in seen:
             continue
         seen.add(key)
-        if array.size <= _JOINT_ARRAY and array.dtype in _NORMED_AS_IS:
-            chunk.append(array)
-            entries += array.size
-            if entries >= _JOINT_CHUNK:
-                if not _joint_finite(chunk):
-                    return False
-                chunk, entries = [], 0
-        elif not all_finite(array):
-            return False
+        size = array.size
+        if size > _JOINT_ARRAY or array.dtype not in _NORMED_AS_IS or not array.flags.c_contiguous:
+            if not all_finite(array):
+                return False
+            continue
+        if chunk and (array.dtype is not dtype or entries >= _JOINT_CHUNK):
+            if not _joint_finite(chunk):
+                return False
+            chunk, entries = [], 0
+        chunk.append(array)
+        dtype = array.dtype
+        entries += size
     return not chunk or _joint_finite(chunk)
 
 
 def _joint_finite(arrays: list[np.ndarray]) -> bool:
-    """Whether the sum of squares of all entries of ``arrays`` (float32/float64) is finite."""
-    joint = np.concatenate(arrays, axis=None)
+    """Whether the sum of squares of all entries of ``arrays`` (C-contiguous, of one float32 or
+    float64 dtype) is finite: their bytes joined (a copy without a call per array) as one."""
+    joint = np.frombuffer(b"".join(arrays), dtype=arrays[0].dtype)
     return math.isfinite(np.vdot(joint, joint))
 
 
