@@ -218,9 +218,10 @@ def first_nonfinite(values: Sequence[Any], skip: Any = None) -> int | None:
 def _all_finite_together(values: Sequence[Any]) -> bool:
     """Whether every tensor in ``values`` is finite, with one BLAS call per chunk of small
     arrays rather than one per array: the small C-contiguous float32/float64 arrays are
-    joined, those of one dtype side by side, and each chunk dotted with itself; the others are
-    screened alone. False may also mean huge finite values (an overflowing sum of squares):
-    the caller confirms array by array. Each array is screened once."""
+    joined, those of one dtype side by side, and each chunk dotted with itself; the others
+    (a broadcast gradient, say) are screened alone.
+    False may also mean huge finite values (an overflowing sum of squares): the caller
+    confirms array by array. Each array is screened once."""
     chunk: list[np.ndarray] = []
     dtype = None  # the chunk's
     entries = 0
@@ -235,23 +236,24 @@ def _all_finite_together(values: Sequence[Any]) -> bool:
             continue
         seen.add(key)
         size = array.size
-        if size > _JOINT_ARRAY or array.dtype not in _NORMED_AS_IS or not array.flags.c_contiguous:
+        joins = size <= _JOINT_ARRAY and array.flags.c_contiguous
+        if joins and array.dtype is dtype and entries < _JOINT_CHUNK:
+            chunk.append(array)  # the common case: one more gradient like the last
+            entries += size
+        elif not joins or array.dtype not in _NORMED_AS_IS:
             if not all_finite(array):
                 return False
-            continue
-        if chunk and (array.dtype is not dtype or entries >= _JOINT_CHUNK):
-            if not _joint_finite(chunk):
+        else:  # a new chunk
+            if chunk and not _joint_finite(chunk):
                 return False
-            chunk, entries = [], 0
-        chunk.append(array)
-        dtype = array.dtype
-        entries += size
+            chunk, dtype, entries = [array], array.dtype, size
     return not chunk or _joint_finite(chunk)
 
 
 def _joint_finite(arrays: list[np.ndarray]) -> bool:
-    """Whether the sum of squares of all entries of ``arrays`` (C-contiguous, of one float32 or
-    float64 dtype) is finite: their bytes joined (a copy without a call per array) as one."""
+    """Whether every entry of ``arrays`` (C-contiguous, of one float32 or float64 dtype) is
+    finite, unless huge: their bytes joined (a copy without a call per array) and dotted with
+    themselves."""
     joint = np.frombuffer(b"".join(arrays), dtype=arrays[0].dtype)
     return math.isfinite(np.vdot(joint, joint))
 
