@@ -96,6 +96,27 @@ def test_a_bad_entry_anywhere_in_a_long_batch_is_found(
             assert engine.first_nonfinite(twice) == expected, (engine, bad)
 
 
+def test_numpy_joins_a_long_batch_about_a_mib_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numpy: 40 finite float32 arrays of 64 KiB are screened in 3 joint screens (each one dot
+    product over at most about 1 MiB), not 40; a broadcast array is screened alone."""
+    from hookgrad.engines.numpy import _kernels
+
+    joined: list[int] = []  # bytes per joint screen
+    alone: list[np.ndarray] = []
+    real_joint, real_alone = _kernels._joint_finite, _kernels.all_finite
+    monkeypatch.setattr(
+        _kernels,
+        "_joint_finite",
+        lambda b: joined.append(sum(a.nbytes for a in b)) or real_joint(b),
+    )
+    monkeypatch.setattr(_kernels, "all_finite", lambda a: alone.append(a) or real_alone(a))
+    batch = [hookgrad.from_numpy(np.ones(1 << 14, dtype=np.float32)) for _ in range(40)]
+    broadcast = hookgrad.from_numpy(np.broadcast_to(np.float32(1.0), (4, 4)))
+    assert NUMPY.first_nonfinite([*batch, broadcast]) is None
+    assert joined == [1 << 20, 1 << 20, 1 << 19]
+    assert [a.shape for a in alone] == [(4, 4)]
+
+
 @pytest.mark.parametrize("bad", [None, 0, 5, 9])
 def test_transposed_views_in_a_long_batch(bad: int | None) -> None:
     """Non-contiguous tensors (transposed views) among contiguous ones in a long batch: the
