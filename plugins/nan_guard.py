@@ -1,9 +1,10 @@
 """``nan_guard``: name the module where NaN/Inf first appeared, then stop, warn or repair the step.
 
 Detection is :meth:`~hookgrad.engines.Engine.first_nonfinite` over a batch of tensors (the
-engine of the tensors at hand: a dot-product screen per numpy array, one fused norm screen on
-torch; a tensor met twice in a batch is screened once); NaN and Inf are counted only for a
-tensor that is not finite, so the checks are cheap enough to leave on.
+engine of the tensors at hand: dot-product screens on numpy, a long batch of small arrays
+joined first; one fused norm screen on torch; a tensor met twice in a batch is screened once);
+NaN and Inf are counted only for a tensor that is not finite, so the checks are cheap enough
+to leave on.
 
 * backward (``check_backward``): each module call's ``grad_output`` and ``grad_input`` are
   kept, in call order, and screened together in one kernel call when the backward ends (about
