@@ -17,7 +17,7 @@ from hookgrad.hookspecs import FullBackwardEvent, hookimpl
 from hookgrad.plugins.nan_guard import NonFiniteGradientError
 from hookgrad.testing import capture_events
 
-from .test_nan_guard import NAN, guard, make_input, make_model, nonfinite
+from .test_nan_guard import NAN, _torch_copy, guard, make_input, make_model, nonfinite
 
 CHAIN = [  # the findings of make_model()'s backward: layer 2's backward makes the NaN
     ("2", "backward", "grad_input[0]", "producer"),
@@ -184,3 +184,28 @@ def test_the_gradients_are_released_when_the_backward_ends() -> None:
         gc.collect()
         assert [ref() for ref in seen] == [None] * len(seen)
     assert alive_at_last_call == [len(seen) - 2]  # all but the root call's own two
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_torch_backward_syncs_the_host_once_and_names_the_same_producer(
+    broken: bool, torch_host_syncs: list[str]
+) -> None:
+    """On torch, a backward's gradients are screened with one host sync in all (not one per
+    module call); with layer 2's NaN backward the findings and error are hookgrad's."""
+    torch = pytest.importorskip("torch")
+    twin = _torch_copy(torch, make_model())
+    if not broken:
+        twin[2] = torch.nn.Linear(4, 4)
+    x = torch.from_numpy(make_input().detach().numpy()).requires_grad_()
+    with capture_events(guard(), engine="torch") as capture:
+        loss = twin(x).sum()
+        torch_host_syncs.clear()
+        if not broken:
+            loss.backward()
+            assert capture.records == []
+            assert len(torch_host_syncs) == 1
+            return
+        with pytest.raises(NonFiniteGradientError) as info:
+            loss.backward()
+    assert nonfinite(capture) == CHAIN
+    assert (info.value.module_name, info.value.propagators) == ("2", ("1", "0", ""))
