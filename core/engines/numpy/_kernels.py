@@ -254,7 +254,8 @@ def _joint_finite(arrays: list[np.ndarray]) -> bool:
     """Whether every entry of ``arrays`` (C-contiguous, of one float32 or float64 dtype) is
     finite, unless huge: their bytes joined (a copy without a call per array) and dotted with
     themselves."""
-    joint = np.frombuffer(b"".join(arrays), dtype=arrays[0].dtype)
+    joined = b"".join(arrays)  # type: ignore[arg-type]  # numpy's stubs: ndarray is no Buffer
+    joint = np.frombuffer(joined, dtype=arrays[0].dtype)
     return math.isfinite(np.vdot(joint, joint))
 
 
