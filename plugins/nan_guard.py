@@ -1,18 +1,25 @@
 """``nan_guard``: name the module where NaN/Inf first appeared, then stop, warn or repair the step.
 
-Detection is one :meth:`~hookgrad.engines.Engine.first_nonfinite` per batch of tensors (the
-engine of the tensors at hand: a dot-product screen per numpy array, one fused norm screen on
-torch); NaN and Inf are counted only for a tensor that is not finite, so the checks are cheap
-enough to leave on. The tensor found finite last is not checked again: in a chain of modules,
-the ``grad_input`` of one call is the very array the next one receives as ``grad_output``,
-which halves the backward checks. (A hook that writes NaN into that array in place between the
-two checks is caught one module later, or at the step.)
+Detection is :meth:`~hookgrad.engines.Engine.first_nonfinite` over a batch of tensors (the
+engine of the tensors at hand: dot-product screens on numpy, a long batch of small arrays
+joined first; one fused norm screen on torch; a tensor met twice in a batch is screened once);
+NaN and Inf are counted only for a tensor that is not finite, so the checks are cheap enough
+to leave on.
 
-* backward (``check_backward``): after each module call's backward, ``grad_output`` and then
-  ``grad_input``. A call whose ``grad_output`` is finite but whose ``grad_input`` is not made
-  the NaN/Inf itself (the *producer*); a call that received a non-finite ``grad_output`` only
-  passed it on (a *propagator*). Backward runs from the loss towards the inputs, so the producer
-  is reported first and the modules below it follow as propagators.
+* backward (``check_backward``): each module call's ``grad_output`` and ``grad_input`` are
+  kept, in call order, and screened together in one kernel call when the backward ends (about
+  one pass over the backward's gradients, each array once: the ``grad_input`` of one call is
+  the very array the next one receives as ``grad_output``). Only when the screen finds NaN/Inf
+  are the calls checked one by one, from the call holding the first bad gradient on:
+  ``grad_output`` and then ``grad_input``. A call whose ``grad_output`` is finite but whose
+  ``grad_input`` is not made the NaN/Inf itself (the *producer*); a call that received a
+  non-finite ``grad_output`` only passed it on (a *propagator*). Backward runs from the loss
+  towards the inputs, so the producer is reported first and the modules below it follow as
+  propagators. The gradients are read as the backward left them: one that a hook wrote NaN
+  into in place after its call counts with that NaN (the call whose ``grad_input`` it is is
+  then the producer). The references are dropped when the backward ends; the calls of a
+  backward that raised before its end are checked at the next backward or optimizer step,
+  and calls outside an observed backward (``autograd.grad``) at once.
 * forward (``check_forward``, off by default): each module's output, a producer when every
   tensor argument was finite.
 * parameters (``check_parameters``): the selected parameter gradients at the step. When the
@@ -22,8 +29,9 @@ two checks is caught one module later, or at the step.)
 
 A container whose child already produced the NaN/Inf in the same phase is a propagator too:
 the backward (and forward) hooks of children fire before their parent's, so the first producer
-is always the innermost module. Every finding is recorded at once (the log has it even if
-training dies later); the action is taken at ``hookgrad_optimizer_step_pre``, at stage GUARD:
+is always the innermost module. Every finding is recorded when it is found (a backward's when
+that backward ends, before any error: the log has it even if training dies later); the action
+is taken at ``hookgrad_optimizer_step_pre``, at stage GUARD:
 after ``grad_scale`` unscaled the gradients and vetoed an overflowing step, so a loss-scaling
 overflow never reaches the guard. ``action="raise"`` does not wait for a step that may never
 come: a non-finite *forward* output raises at once, so that the traceback points at the model
@@ -198,6 +206,8 @@ class NanGuard:
         self._step = -1  # the step _findings and _recorded belong to
         self._recorded = 0
         self._last_finite: object = None  # the tensor found finite last
+        self._kept: list[FullBackwardEvent] | None = None  # the calls of the backward under way
+        self._kept_grads: list[Any] = []  # their grad_output and grad_input, one after another
         # An implementation that exists costs every module call its hook machinery, even if it
         # returns at once: switched-off checks are not implemented at all (see the specs).
         if not config.check_forward:
@@ -205,7 +215,6 @@ class NanGuard:
         if not config.check_backward:
             self.hookgrad_full_backward = None  # type: ignore[method-assign, assignment]
             self.hookgrad_backward_begin = None  # type: ignore[method-assign, assignment]
-        if not config.check_backward or config.action != "raise":
             self.hookgrad_backward_end = None  # type: ignore[method-assign, assignment]
 
     # ------------------------------------------------------------------ hooks
@@ -233,30 +242,33 @@ class NanGuard:
 
     @hookimpl
     def hookgrad_full_backward(self, event: FullBackwardEvent) -> None:
-        # grad_output, then grad_input, as one batch: one kernel call per module call.
-        found = self._first_nonfinite((*event.grad_output, *event.grad_input))
-        if found is None:
+        """Keep the call's gradients for the check at the end of the backward (outside an
+        observed backward, ``autograd.grad`` say, check them at once)."""
+        kept = self._kept
+        if kept is None:
+            self._check_call(event)
             return
-        index, tensor = found
-        outputs = len(event.grad_output)
-        role: Role = "propagator"
-        if index < outputs:
-            label = f"grad_output[{index}]"
-        else:
-            label = f"grad_input[{index - outputs}]"
-            role = self._role(event.module_name, "backward", event.step, True)
-        finding = Finding.of(event.module_name, "backward", label, role, tensor, event.step)
-        self._note(finding)
+        kept.append(event)
+        stored = event.__dict__  # the engine's tensors, not read-only aliases: only read here
+        grads = self._kept_grads
+        grads += stored["grad_output"]
+        grads += stored["grad_input"]
 
     @hookimpl
     def hookgrad_backward_begin(self, event: BackwardBeginEvent) -> None:
         """A new backward: what an earlier one found is superseded (forward findings stay)."""
+        self._check_kept()  # calls kept by a backward that raised before its end
         self._findings = [f for f in self._findings if f.phase != "backward"]
         self._last_finite = None
+        self._kept, self._kept_grads = [], []
 
     @hookimpl
     def hookgrad_backward_end(self, event: BackwardEndEvent) -> None:
-        """action="raise": a backward that found NaN/Inf raises as it ends, step or no step."""
+        """Check the backward's gradients; action="raise": a finding raises as it ends, step or
+        no step."""
+        self._check_kept()
+        if self.config.action != "raise":
+            return
         findings = self._current(event.step)
         if not findings or self._may_be_vetoed_first():
             return
@@ -268,6 +280,7 @@ class NanGuard:
     @hookimpl(tryfirst=True)
     @stage(Stage.GUARD)
     def hookgrad_optimizer_step_pre(self, event: OptimizerStepPreEvent) -> Literal[False] | None:
+        self._check_kept()  # calls kept by a backward whose end was not seen
         findings = self._current(event.step) or self._parameter_findings(event)
         self._start(event.step)  # dealt with below, whatever happens
         if not findings:
@@ -306,12 +319,44 @@ class NanGuard:
             self._recorded += 1
             self._emit(finding.record())
 
+    def _check_kept(self) -> None:
+        """Screen every gradient kept since the backward began in one kernel call; only if one
+        is non-finite, replay the per-call checks, in call order, from the call holding it."""
+        kept, grads = self._kept, self._kept_grads
+        self._kept, self._kept_grads = None, []
+        if not kept:
+            return
+        engine = _engine_in(grads)
+        index = None if engine is None else engine.first_nonfinite(grads)
+        if index is None:
+            return
+        self._last_finite = None
+        for call in kept[_call_holding(kept, index) :]:
+            self._check_call(call)
+
+    def _check_call(self, event: FullBackwardEvent) -> None:
+        """Check one module call's ``grad_output``, then its ``grad_input``, as one batch."""
+        module_name, step, grad_output, grad_input = _gradients(event)
+        found = self._first_nonfinite((*grad_output, *grad_input))
+        if found is None:
+            return
+        index, tensor = found
+        outputs = len(grad_output)
+        role: Role = "propagator"
+        if index < outputs:
+            label = f"grad_output[{index}]"
+        else:
+            label = f"grad_input[{index - outputs}]"
+            role = self._role(module_name, "backward", step, True)
+        self._note(Finding.of(module_name, "backward", label, role, tensor, step))
+
     def _first_nonfinite(self, values: Sequence[object]) -> tuple[int, Found] | None:
         """The index of the first tensor in ``values`` with a NaN or Inf, and that tensor.
 
         Entries that are not tensors (None for a missing gradient, non-tensor arguments) are
-        skipped, and so is the tensor found finite last (see the module docstring): the last
-        entry of the last batch found finite (unless that entry is None).
+        skipped, and so is the tensor found finite last: the last entry of the last batch
+        found finite (unless that entry is None). In calls checked one by one, one call's
+        ``grad_input`` is the next one's ``grad_output``.
         """
         engine = _engine_in(values)
         if engine is None:
@@ -433,6 +478,26 @@ def _first_nonfinite_grad(engine: Engine, grads: Sequence[Any]) -> int | None:
         return None
     found = engine.first_nonfinite([grads[i] for i in suspects])
     return None if found is None else suspects[found]
+
+
+def _gradients(event: FullBackwardEvent) -> tuple[str, int, tuple[Any, ...], tuple[Any, ...]]:
+    """(module name, step, grad_output, grad_input) of a module call: the engine's tensors as
+    the event stores them, not the read-only aliases a read of the fields makes (the guard
+    only reads them, and an alias per tensor per call is what the check must not cost)."""
+    stored = event.__dict__
+    return event.module_name, event.step, stored["grad_output"], stored["grad_input"]
+
+
+def _call_holding(calls: Sequence[FullBackwardEvent], index: int) -> int:
+    """The position in ``calls`` of the call holding entry ``index`` of all their gradients
+    (each call's ``grad_output``, then its ``grad_input``): the calls before it are finite."""
+    remaining = index
+    for position, event in enumerate(calls):
+        _, _, grad_output, grad_input = _gradients(event)
+        remaining -= len(grad_output) + len(grad_input)
+        if remaining < 0:
+            return position
+    raise IndexError(f"entry {index} past the gradients of {len(calls)} calls")
 
 
 def _bad_parameters(named: Sequence[tuple[str, Any]], headline: Finding) -> tuple[str, ...]:

@@ -303,8 +303,11 @@ class Engine(Protocol):
         Entries that are not tensors of this engine (None for a missing gradient, a module's
         non-tensor arguments) are skipped, and so are integer and bool tensors (always finite)
         and ``skip``, a tensor the caller already found finite (numpy: any tensor sharing its
-        array; torch: that very tensor). Huge finite values (whose squares overflow) are
-        finite. numpy: a dot-product screen per array, stopping at the first non-finite one;
+        array; torch: that very tensor); a tensor met again (numpy: an array) is screened
+        once, so a batch may hold it twice. Huge finite values (whose squares overflow) are
+        finite. numpy: a dot-product screen per array, stopping at the first non-finite one
+        (a long batch of small arrays, a backward's gradients: first one screen per chunk of
+        them joined, about a MiB each);
         torch: one fused L2-norm screen per device and dtype and one host sync, a second only
         when the screen flags a tensor (a true NaN/Inf, or a norm that overflowed).
         """

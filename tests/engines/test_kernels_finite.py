@@ -49,6 +49,86 @@ def test_first_nonfinite_agrees_with_isfinite(batch: list[np.ndarray | None]) ->
         assert engine.first_nonfinite(as_tensors(make, batch)) == expected_first(batch), engine
 
 
+LONG_BATCHES = (
+    st.lists(BATCHES, min_size=2, max_size=5)
+    .map(lambda batches: [a for batch in batches for a in batch])
+    .filter(lambda batch: len(batch) >= 8)
+)
+
+
+@given(LONG_BATCHES)
+def test_long_batches_screened_together_agree_with_isfinite(
+    batch: list[np.ndarray | None],
+) -> None:
+    """A long batch (a backward's gradients, screened together on numpy first): the same first
+    non-finite tensor on both engines; huge finite entries, whose joint sum of squares
+    overflows, are still finite."""
+    for engine, make in BOTH:
+        assert engine.first_nonfinite(as_tensors(make, batch)) == expected_first(batch), engine
+
+
+@pytest.mark.parametrize(
+    ("sizes", "dtypes"),
+    [
+        ((64,) * 40, ("float32",)),  # one joint screen
+        ((1 << 14,) * 40, ("float32", "float64")),  # several chunks, mixed dtypes
+        ((1 << 15, 64, 3) * 4, ("float32", "float16", "int64")),  # arrays screened alone
+    ],
+)
+def test_a_bad_entry_anywhere_in_a_long_batch_is_found(
+    sizes: tuple[int, ...], dtypes: tuple[str, ...]
+) -> None:
+    """NaN or Inf in any one array of a long batch, whatever its size, dtype and place (and
+    each array given twice, side by side, as a backward's gradients are): that array's first
+    index on both engines; none when all are finite."""
+    arrays = [np.ones(n, dtype=dtypes[i % len(dtypes)]) for i, n in enumerate(sizes)]
+    floating = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
+    for bad in [None, floating[0], floating[len(floating) // 2], floating[-1]]:
+        batch = [a.copy() for a in arrays]
+        if bad is not None:
+            batch[bad][-1] = np.inf if bad % 2 else np.nan
+        expected = None if bad is None else 2 * bad
+        for engine, make in BOTH:
+            tensors = [make(a) for a in batch]
+            if engine is NUMPY:  # the same array under two tensors
+                tensors = [hookgrad.from_numpy(a) for a in batch]
+            twice = [t for t in tensors for _ in (0, 1)]
+            assert engine.first_nonfinite(twice) == expected, (engine, bad)
+
+
+def test_numpy_joins_a_long_batch_about_a_mib_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numpy: 40 finite float32 arrays of 64 KiB are screened in 3 joint screens (each one dot
+    product over at most about 1 MiB), not 40; a broadcast array is screened alone."""
+    from hookgrad.engines.numpy import _kernels
+
+    joined: list[int] = []  # bytes per joint screen
+    alone: list[np.ndarray] = []
+    real_joint, real_alone = _kernels._joint_finite, _kernels.all_finite
+    monkeypatch.setattr(
+        _kernels,
+        "_joint_finite",
+        lambda b: joined.append(sum(a.nbytes for a in b)) or real_joint(b),
+    )
+    monkeypatch.setattr(_kernels, "all_finite", lambda a: alone.append(a) or real_alone(a))
+    batch = [hookgrad.from_numpy(np.ones(1 << 14, dtype=np.float32)) for _ in range(40)]
+    broadcast = hookgrad.from_numpy(np.broadcast_to(np.float32(1.0), (4, 4)))
+    assert NUMPY.first_nonfinite([*batch, broadcast]) is None
+    assert joined == [1 << 20, 1 << 20, 1 << 19]
+    assert [a.shape for a in alone] == [(4, 4)]
+
+
+@pytest.mark.parametrize("bad", [None, 0, 5, 9])
+def test_transposed_views_in_a_long_batch(bad: int | None) -> None:
+    """Non-contiguous tensors (transposed views) among contiguous ones in a long batch: the
+    one holding a NaN is found, at its index, on both engines."""
+    arrays = [np.arange(12, dtype=np.float32).reshape(3, 4) + i for i in range(10)]
+    if bad is not None:
+        arrays[bad][1, 2] = np.nan
+    for engine, make in BOTH:
+        batch = [make(a).t() if i % 2 else make(a) for i, a in enumerate(arrays)]
+        assert engine.first_nonfinite(batch) == bad, engine
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_one_bad_entry_of_any_float_dtype_and_layout(dtype: str, bad: float) -> None:
@@ -105,6 +185,37 @@ def test_numpy_skip_covers_every_tensor_sharing_the_array() -> None:
     array = np.array([np.inf], dtype=np.float32)
     first, second = hookgrad.from_numpy(array), hookgrad.from_numpy(array)
     assert NUMPY.first_nonfinite([second], skip=first) is None
+
+
+def test_a_tensor_met_again_is_screened_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backward's gradients hold each one twice (one module's grad_input is the next one's
+    grad_output): a repeated torch tensor, or numpy array under another tensor, is screened
+    once; a bad entry is still found at its first position."""
+    from hookgrad.engines.numpy import _kernels as numpy_kernels
+    from hookgrad.engines.torch import _kernels as torch_kernels
+
+    screened: list[int] = []
+    real_all_finite, real_norms_finite = numpy_kernels.all_finite, torch_kernels._norms_finite
+    monkeypatch.setattr(
+        numpy_kernels, "all_finite", lambda a: screened.append(1) or real_all_finite(a)
+    )
+    monkeypatch.setattr(
+        torch_kernels,
+        "_norms_finite",
+        lambda group: screened.extend([1] * len(group)) or real_norms_finite(group),
+    )
+    arrays = [np.full(3, v, dtype=np.float32) for v in (1.0, 2.0, 3.0)]
+    batches = {
+        NUMPY: lambda: [hookgrad.from_numpy(arrays[i]) for i in (0, 1, 1, 2, 2, 0)],
+        TORCH: lambda: [t for t in map(torch.from_numpy, arrays) for _ in (0, 1)],
+    }
+    for engine, batch in batches.items():
+        screened.clear()
+        assert engine.first_nonfinite(batch()) is None
+        assert len(screened) == 3, engine
+    arrays[1][2] = np.inf
+    for engine, batch in batches.items():
+        assert engine.first_nonfinite(batch()) == (1 if engine is NUMPY else 2), engine
 
 
 # ---------------------------------------------------------------------- nonfinite_counts

@@ -607,19 +607,20 @@ def test_an_array_found_finite_is_not_checked_again_as_the_next_grad_output(
 ) -> None:
     """Backward through Sequential(Linear, Tanh, Linear): each gradient flowing between two
     layers is screened once, not as the grad_input of one and again as the grad_output of the
-    next (the root's call, spanning them all, screens its own two)."""
+    next (nor as the root's call, spanning them all: its two are the same arrays again)."""
     from hookgrad.engines.numpy import _kernels
 
-    screened: list[np.ndarray] = []
-    real = _kernels.all_finite
+    screened: list[np.ndarray] = []  # alone or together with others
+    real, joint = _kernels.all_finite, _kernels._joint_finite
     monkeypatch.setattr(_kernels, "all_finite", lambda a: screened.append(a) or real(a))
+    monkeypatch.setattr(_kernels, "_joint_finite", lambda b: screened.extend(b) or joint(b))
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
     x = hookgrad.randn(5, 3, requires_grad=True)
     with capture_events(guard(check_parameters=False)) as capture:
         model(x).sum().backward()
     assert capture.records == []
-    # 2: out, g2; 1: g1 (g2 skipped); 0: g0 (g1 skipped); root: its own two (8 unskipped)
-    assert len(screened) == 6
+    # 2: out, g2; 1: g1 (g2 skipped); 0: g0 (g1 skipped); root: out, g0 (both skipped)
+    assert len(screened) == 4
 
 
 def test_activated_by_entry_point_name_from_config(

@@ -184,15 +184,79 @@ def _unit_norms(array: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------ finiteness and loss scaling
 # (nan_guard, grad_scale: the Engine methods of the same names, on hookgrad tensors)
+_JOINT_BATCH: Final = 8
+"""Batches of at least this many entries are screened together first (see first_nonfinite)."""
+_JOINT_ARRAY: Final = 1 << 14
+"""Float32/float64 arrays of at most this many entries join a joint screen; larger ones, whose
+own screen costs more than a call, and other dtypes are screened alone."""
+_JOINT_CHUNK: Final = 1 << 18
+"""Entries concatenated per joint screen: the copy stays at about 1 MiB."""
+
+
 def first_nonfinite(values: Sequence[Any], skip: Any = None) -> int | None:
-    """The index of the first tensor in ``values`` with a NaN or Inf (see ``Engine``)."""
-    known = skip._data if isinstance(skip, Tensor) else None
+    """The index of the first tensor in ``values`` with a NaN or Inf (see ``Engine``).
+
+    Each array is screened once: a batch of a backward's gradients holds each array that
+    flows between two modules twice, under two tensors (one module's ``grad_input``, the
+    next one's ``grad_output``). Such a batch (many small arrays) is first screened together
+    (:func:`_all_finite_together`); only if that fails are the arrays screened in order.
+    """
+    if len(values) >= _JOINT_BATCH and _all_finite_together(values):
+        return None
+    screened = {id(skip._data)} if isinstance(skip, Tensor) else set()
     for i, value in enumerate(values):
         if isinstance(value, Tensor):
             array = value._data
-            if array is not known and not all_finite(array):
-                return i
+            key = id(array)  # the arrays outlive the call: no id is reused meanwhile
+            if key not in screened:
+                if not all_finite(array):
+                    return i
+                screened.add(key)
     return None
+
+
+def _all_finite_together(values: Sequence[Any]) -> bool:
+    """Whether every tensor in ``values`` is finite, with one BLAS call per chunk of small
+    arrays rather than one per array: the small C-contiguous float32/float64 arrays are
+    joined, those of one dtype side by side, and each chunk dotted with itself; the others
+    (a broadcast gradient, say) are screened alone.
+    False may also mean huge finite values (an overflowing sum of squares): the caller
+    confirms array by array. Each array is screened once."""
+    chunk: list[np.ndarray] = []
+    dtype = None  # the chunk's
+    entries = 0
+    last = None  # the array met last: most repeats come right after it, without a lookup
+    seen: set[int] = set()
+    for value in values:
+        if not isinstance(value, Tensor) or value._data is last:
+            continue
+        array = last = value._data
+        key = id(array)  # the arrays outlive the call: no id is reused meanwhile
+        if key in seen:
+            continue
+        seen.add(key)
+        size = array.size
+        joins = size <= _JOINT_ARRAY and array.flags.c_contiguous
+        if joins and array.dtype is dtype and entries < _JOINT_CHUNK:
+            chunk.append(array)  # the common case: one more gradient like the last
+            entries += size
+        elif not joins or array.dtype not in _NORMED_AS_IS:
+            if not all_finite(array):
+                return False
+        else:  # a new chunk
+            if chunk and not _joint_finite(chunk):
+                return False
+            chunk, dtype, entries = [array], array.dtype, size
+    return not chunk or _joint_finite(chunk)
+
+
+def _joint_finite(arrays: list[np.ndarray]) -> bool:
+    """Whether every entry of ``arrays`` (C-contiguous, of one float32 or float64 dtype) is
+    finite, unless huge: their bytes joined (a copy without a call per array) and dotted with
+    themselves."""
+    joined = b"".join(arrays)  # type: ignore[arg-type]  # numpy's stubs: ndarray is no Buffer
+    joint = np.frombuffer(joined, dtype=arrays[0].dtype)
+    return math.isfinite(np.vdot(joint, joint))
 
 
 def count_nonfinite(tensors: Sequence[Any]) -> list[tuple[int, int]]:

@@ -441,7 +441,12 @@ def first_nonfinite(values: Sequence[Any], skip: Any = None) -> int | None:
     non-finite. A flagged tensor is confirmed entry-wise, since huge finite float32 or
     float64 entries overflow the norm too.
     """
-    indices = [i for i, v in enumerate(values) if v is not skip and _floating(v)]
+    seen = {id(skip)}  # each tensor once (a module's grad_input is the next's grad_output)
+    indices = []
+    for i, v in enumerate(values):
+        if id(v) not in seen and _floating(v):
+            seen.add(id(v))
+            indices.append(i)
     tensors = [values[i] for i in indices]
     screened = _per_group(tensors, _norms_finite)
     suspects = [k for k, finite in enumerate(screened) if not finite]
