@@ -181,6 +181,39 @@ def _assert_plain_json(value: Any, where: str) -> None:
         assert type(value) in (str, int, float, bool, type(None)), (where, type(value))
 
 
+def test_without_a_sink_or_table_no_record_is_built_until_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Records are built from the kept numbers only when read: none for steps nobody looks
+    at, each step's once when plugin.records is read, equal to what a sink would have got."""
+    from hookgrad.plugins import grad_stats
+
+    built: list[int] = []
+    real = grad_stats._StepRecords.records
+
+    def counting(self: Any) -> Any:
+        if self._built is None:
+            built.append(self._step)
+        return real(self)
+
+    monkeypatch.setattr(grad_stats._StepRecords, "records", counting)
+    model = hookgrad.nn.Sequential(hookgrad.nn.Linear(3, 4), hookgrad.nn.Linear(4, 1))
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.01)
+    plugin = GradStats(GradStats.Config(summary=False))
+    with hookgrad.Runtime({}, environ={}) as runtime:
+        runtime.register(plugin, name="grad_stats")
+        runtime.watch(model)
+        for _ in range(3):
+            optimizer.zero_grad()
+            model(hookgrad.ones(2, 3)).sum().backward()
+            optimizer.step()
+        assert built == []
+        records = list(plugin.records)
+        assert built == [0, 0, 1, 1, 2, 2] and len(records) == 3 * 2 * (4 + 2)
+        assert list(plugin.records) == records and len(built) == 6  # built once
+    assert [r["step"] for r in records if r["kind"] == "module_grad"] == [0] * 4 + [1] * 4 + [2] * 4
+
+
 def test_records_are_json_form_and_reach_the_sinks() -> None:
     """The records are emitted unchecked (trusted), so each must already be a valid
     PluginRecord in its JSON form, of plain JSON values: with histograms, update ratios,

@@ -551,6 +551,34 @@ def test_parameter_names_follow_changes_to_the_model():
     ]
 
 
+def test_names_are_worked_out_once_while_the_model_and_optimizer_stay(monkeypatch):
+    """The parameters are named at the first step and reused at the next ones; a group added
+    is named again once."""
+    from hookgrad.runtime._loop import LoopHooks
+
+    named: list[int] = []
+    real = LoopHooks._name
+
+    def counting(self, optimizer):
+        named.append(len(optimizer.param_groups))
+        return real(self, optimizer)
+
+    monkeypatch.setattr(LoopHooks, "_name", counting)
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    plugin = _Veto()
+    with _isolated() as rt:
+        rt.register(plugin, name="veto")
+        rt.watch(model)
+        opt = optim.SGD(model[0].parameters(), lr=0.1)
+        for _ in range(5):
+            opt.step()
+        opt.add_param_group({"params": list(model[1].parameters())})
+        for _ in range(5):
+            opt.step()
+    assert named == [1, 2]
+    assert plugin.pre[-1] == (9, ["0.weight", "0.bias", "1.weight", "1.bias"])
+
+
 def test_names_follow_the_optimizers_parameter_lists_between_steps():
     """The names kept from the last step follow a group added, a parameter swapped in a
     group's list and one replaced in its module."""
