@@ -64,7 +64,7 @@ class RecordRing(Sequence[Record]):
         self._batches.append(batch)
         self._count += size
         excess = self._count - self._skip - self.maxlen
-        while excess > 0:
+        while excess > 0:  # the ring is full: the oldest records go
             oldest = len(self._batches[0]) - self._skip
             if oldest > excess:
                 self._skip += excess

@@ -180,7 +180,7 @@ class GradStats:
         grads = _grads_of(event.parameters)
         unchanged = {
             name: kept[2]
-            for name, grad in grads
+            for name, grad in (grads if pre_clip else ())
             if (kept := pre_clip.get(name)) is not None
             and grad is kept[0]
             and grad._version == kept[1]
@@ -326,6 +326,7 @@ class _StepRecords:
         "_module_records",
         "_moves",
         "_plugin",
+        "_size",
         "_stage",
         "_step",
         "_summaries",
@@ -348,10 +349,11 @@ class _StepRecords:
         self._moves, self._histograms = moves, histograms
         self._built: list[dict[str, Any]] | None = None
         self._module_records: list[dict[str, Any]] | None = None
+        per_parameter = len(layout.names) if plugin.config.per_parameter else 0
+        self._size = per_parameter + len(layout.modules)
 
     def __len__(self) -> int:
-        per_parameter = len(self._layout.names) if self._plugin.config.per_parameter else 0
-        return per_parameter + len(self._layout.modules)
+        return self._size
 
     def records(self) -> list[dict[str, Any]]:
         """The param_grad records (when per_parameter), then the module_grad records."""

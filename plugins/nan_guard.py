@@ -473,6 +473,8 @@ def _first_nonfinite_grad(engine: Engine, grads: Sequence[Any]) -> int | None:
     (:meth:`Engine.first_nonfinite`), since huge finite entries overflow the norm too.
     """
     norms = grad_norms(grads)
+    if None not in norms and math.isfinite(sum(norms)):  # type: ignore[arg-type]
+        return None  # norms are >= 0: a finite sum means every one is finite
     suspects = [i for i, norm in enumerate(norms) if norm is not None and not math.isfinite(norm)]
     if not suspects:
         return None
