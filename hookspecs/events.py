@@ -376,6 +376,14 @@ class OptimizerStepPreEvent(RunEvent):
     hook: ClassVar[str] = "hookgrad_optimizer_step_pre"
     phase: Literal["optimizer_step_pre"] = "optimizer_step_pre"
     optimizer_type: str = Field(description="The optimizer's class name, e.g. SGD")
+    optimizer: Any = Field(
+        default=None,
+        exclude=True,
+        description=(
+            "The optimizer itself (its param_groups, state_dict); not written to logs, None "
+            "in an event built by hand"
+        ),
+    )
     parameters: _NamedParameters = Field(
         description=(
             "(qualified name, parameter) pairs this plugin selected, in the optimizer's order; "
@@ -390,6 +398,7 @@ class OptimizerStepPostEvent(RunEvent):
     hook: ClassVar[str] = "hookgrad_optimizer_step_post"
     phase: Literal["optimizer_step_post"] = "optimizer_step_post"
     optimizer_type: str = Field(description="The optimizer's class name, e.g. SGD")
+    optimizer: Any = Field(default=None, exclude=True, description="As in OptimizerStepPreEvent")
     parameters: _NamedParameters = Field(description="As in OptimizerStepPreEvent, after the step")
     skipped: bool = Field(description="True when a plugin vetoed the step")
     vetoed_by: str | None = Field(

@@ -301,6 +301,7 @@ class LoopHooks:
                     "step": self.bridge.step,
                     "phase": "optimizer_step_pre",
                     "optimizer_type": kind,
+                    "optimizer": optimizer,
                     "parameters": self._selected(named, listener, selected),
                 }
             )
@@ -330,6 +331,7 @@ class LoopHooks:
                         "step": self.bridge.step,
                         "phase": "optimizer_step_post",
                         "optimizer_type": type(optimizer).__name__,
+                        "optimizer": optimizer,
                         "parameters": self._selected(named, listener, selected),
                         "skipped": vetoed_by is not None,
                         "vetoed_by": vetoed_by,

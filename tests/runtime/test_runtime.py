@@ -477,6 +477,34 @@ class _StepNames:
         self.seen.append(("post", [name for name, _ in event.parameters]))
 
 
+def test_step_events_carry_the_optimizer_and_logs_leave_it_out():
+    """event.optimizer is the optimizer stepping (its state within reach of a plugin); the
+    JSON form of the event, which sinks write, does not carry it."""
+    seen: list[Any] = []
+
+    class Keeper:
+        class Config(PluginConfig):
+            pass
+
+        @hookimpl
+        def hookgrad_optimizer_step_pre(self, event: Any) -> None:
+            seen.append((event.optimizer, event.summary()))
+
+        @hookimpl
+        def hookgrad_optimizer_step_post(self, event: Any) -> None:
+            seen.append((event.optimizer, event.summary()))
+
+    model = nn.Linear(2, 1)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    with _isolated() as rt:
+        rt.register(Keeper(), name="keeper")
+        rt.watch(model)
+        opt.step()
+    assert [optimizer for optimizer, _ in seen] == [opt, opt]
+    assert all("optimizer" not in summary for _, summary in seen)
+    assert [summary["optimizer_type"] for _, summary in seen] == ["SGD", "SGD"]
+
+
 def test_step_events_carry_each_plugins_own_selection_before_and_after_the_step():
     """Each plugin's selectors pick its parameters once per step, the same for step_pre and
     step_post; a plugin listening to step_post only gets its own selection too."""
