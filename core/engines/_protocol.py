@@ -286,6 +286,12 @@ class Engine(Protocol):
         :meth:`diff_norms` after they change in place; None for None."""
         ...
 
+    def restore_(self, tensors: Sequence[Any], snapshots: Sequence[Any]) -> None:
+        """Write each :meth:`snapshot` back into its tensor, in place, without autograd (a
+        rolled-back parameter keeps its identity, so optimizers and hooks keep seeing it);
+        the version counters move. No host sync."""
+        ...
+
     def diff_norms(
         self, after: Sequence[Any | None], before: Sequence[Any | None]
     ) -> list[tuple[float, float] | None]:

@@ -260,3 +260,20 @@ def test_diff_norms_agree(device: str) -> None:
     assert got == [None if w is None else pytest.approx(w, rel=2e-6, nan_ok=True) for w in want]
     assert math.isnan(got[1][0])  # type: ignore[index]
     assert TORCH.diff_norms([], []) == NUMPY.diff_norms([], []) == []
+
+
+@pytest.mark.parametrize("engine", [NUMPY, TORCH], ids=["hookgrad", "torch"])
+def test_restore_writes_a_snapshot_back_into_the_same_tensors(engine: Any) -> None:
+    """restore_ puts the snapshot's values back in place: same tensor objects, the values of
+    the snapshot, version counters moved, no autograd history."""
+    lib = hookgrad if engine is NUMPY else torch
+    weights = [lib.tensor([1.0, 2.0], requires_grad=True), lib.tensor([[3.0]], requires_grad=True)]
+    kept = engine.snapshot(weights)
+    with lib.no_grad():
+        for w in weights:
+            w.mul_(10.0)
+    versions = [w._version for w in weights]
+    engine.restore_(weights, kept)
+    assert [w.tolist() for w in weights] == [[1.0, 2.0], [[3.0]]]
+    assert all(w._version > v for w, v in zip(weights, versions, strict=True))
+    assert all(w.grad_fn is None and w.requires_grad for w in weights)

@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, Final, TypeVar
 
+import numpy as np
+
 from ..._tensor import Tensor
 from ...autograd._observers import register_backward_observer
 from ...hookspecs._stats import GradSummary, TensorSummary, array_stats
@@ -96,6 +98,11 @@ class NumpyEngine:
 
     def snapshot(self, tensors: Sequence[Any]) -> list[Any]:
         return [None if t is None else t._data.copy() for t in tensors]
+
+    def restore_(self, tensors: Sequence[Any], snapshots: Sequence[Any]) -> None:
+        for tensor, kept in zip(tensors, snapshots, strict=True):
+            np.copyto(tensor._data, kept)
+            tensor._vbox[0] += 1
 
     def diff_norms(
         self, after: Sequence[Any], before: Sequence[Any]

@@ -56,6 +56,7 @@ class TorchEngine:
     grad_summaries = staticmethod(_kernels.grad_summaries)
     histograms = staticmethod(_kernels.histograms)
     snapshot = staticmethod(_kernels.snapshot)
+    restore_ = staticmethod(_kernels.restore_)
     diff_norms = staticmethod(_kernels.diff_norms)
     first_nonfinite = staticmethod(_kernels.first_nonfinite)
     nonfinite_counts = staticmethod(_kernels.nonfinite_counts)

@@ -39,6 +39,7 @@ __all__ = [
     "diff_norms",
     "grad_summaries",
     "histograms",
+    "restore_",
     "snapshot",
     "summaries",
     "dtype_name",
@@ -409,6 +410,13 @@ def _bin_counts(tensors: Sequence[torch.Tensor], edges: torch.Tensor) -> torch.T
 def snapshot(tensors: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
     """Detached copies of the tensors, on their devices."""
     return [None if t is None else t.detach().clone() for t in tensors]
+
+
+def restore_(tensors: Sequence[torch.Tensor], snapshots: Sequence[torch.Tensor]) -> None:
+    """:meth:`hookgrad.engines.Engine.restore_`: ``copy_`` on each tensor's device."""
+    with torch.no_grad():
+        for tensor, kept in zip(tensors, snapshots, strict=True):
+            tensor.copy_(kept)
 
 
 def diff_norms(
