@@ -82,6 +82,54 @@ def test_workers_do_not_change_the_shuffled_batches() -> None:
     assert run(2) == run(0)
 
 
+def test_shuffle_draws_seeds_where_torch_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per epoch: an unseeded shuffle draws the pass seed and its own seed from the default
+    generator; a loader with a generator draws its pass seed from that generator only."""
+    from hookgrad.utils.data._utils import seed as seed_module
+
+    draws: list[object] = []
+    real = seed_module.draw_seed
+
+    def spy(generator: object) -> int:
+        draws.append(generator)
+        return real(generator)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(seed_module, "draw_seed", spy)
+    monkeypatch.setattr("hookgrad.utils.data.sampler.draw_seed", spy)
+    monkeypatch.setattr("hookgrad.utils.data.dataloader.draw_seed", spy)
+    _epochs(DataLoader(_dataset(), batch_size=3, shuffle=True), 2)
+    assert draws == [None] * 4
+    draws.clear()
+    generator = hookgrad.Generator().manual_seed(0)
+    _epochs(DataLoader(_dataset(), shuffle=True, generator=generator), 2)
+    assert draws == [generator] * 2
+
+
+def test_random_numbers_inside_a_dataset_come_from_the_main_generator() -> None:
+    """With workers, a dataset's own random draws are those it makes without workers."""
+
+    class Noisy(Dataset[Any]):
+        def __len__(self) -> int:
+            return 6
+
+        def __getitem__(self, i: int) -> Any:
+            return hookgrad.rand(2) + i
+
+    def run(workers: int) -> list[list[list[float]]]:
+        hookgrad.manual_seed(9)
+        return [b.tolist() for b in DataLoader(Noisy(), batch_size=2, num_workers=workers)]
+
+    assert run(2) == run(0)
+
+
+def test_what_is_not_there_yet_is_absent() -> None:
+    """The names docs/data.md lists as missing are not exported (an import fails loudly)."""
+    import hookgrad.utils.data as data
+
+    for name in ("StackDataset", "WeightedRandomSampler", "DistributedSampler"):
+        assert not hasattr(data, name)
+
+
 def test_random_sampler_with_replacement_draws_num_samples_in_range() -> None:
     """replacement=True draws num_samples indices in [0, n), repeatable with a generator."""
 
