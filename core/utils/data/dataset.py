@@ -6,8 +6,8 @@ import bisect
 import itertools
 import math
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Iterable, Iterator, Sequence, Sized
+from typing import Any, Generic, TypeVar, cast
 
 from ..._creation import Generator, default_generator, randperm
 from ..._tensor import Tensor
@@ -111,7 +111,7 @@ class ChainDataset(IterableDataset[Any]):
             yield from d
 
     def __len__(self) -> int:
-        return sum(len(d) for d in self._parts())  # type: ignore[arg-type]
+        return sum(len(cast(Sized, d)) for d in self._parts())
 
 
 class Subset(Dataset[T_co]):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence, Sized
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..._creation import Generator, randint, randperm
 from ._utils.seed import draw_seed
@@ -113,7 +113,7 @@ class BatchSampler(Sampler[list[int]]):
     """Groups another sampler's indices into lists of ``batch_size`` (last one shorter or dropped)."""
 
     def __init__(
-        self, sampler: Sampler[int] | Iterable[int], batch_size: int, drop_last: bool
+        self, sampler: Sampler[Any] | Iterable[Any], batch_size: int, drop_last: bool
     ) -> None:
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
             raise ValueError(
@@ -125,7 +125,7 @@ class BatchSampler(Sampler[list[int]]):
         self.batch_size = batch_size
         self.drop_last = drop_last
 
-    def __iter__(self) -> Iterator[list[int]]:
+    def __iter__(self) -> Iterator[list[Any]]:
         indices = iter(self.sampler)
         while batch := list(itertools.islice(indices, self.batch_size)):
             if self.drop_last and len(batch) < self.batch_size:

@@ -56,15 +56,15 @@ def _rebuild(template: Any, values: dict[Any, Any] | list[Any]) -> Any:
     try:
         if isinstance(values, dict):
             if isinstance(template, collections.abc.MutableMapping):
-                clone = copy.copy(template)
-                clone.update(values)
-                return clone
+                mapping = copy.copy(template)
+                mapping.update(values)
+                return mapping
             return type(template)(values)
         if isinstance(template, collections.abc.MutableSequence):
-            clone = copy.copy(template)
+            sequence = copy.copy(template)
             for i, value in enumerate(values):
-                clone[i] = value
-            return clone
+                sequence[i] = value
+            return sequence
         return type(template)(values)
     except TypeError:
         return values
