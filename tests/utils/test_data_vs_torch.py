@@ -98,6 +98,36 @@ def test_given_sampler_and_batch_sampler_match_torch(
     assert got == expected
 
 
+@FAST
+@given(
+    n=st.integers(1, 23),
+    batch_size=st.integers(1, 9),
+    drop_last=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_shuffled_batches_are_torchs_for_the_same_order(
+    n: int, batch_size: int, drop_last: bool, seed: int
+) -> None:
+    """A shuffled epoch is a permutation cut into torch's batches (replayed through a sampler)."""
+    hookgrad.manual_seed(seed)
+    x = np.arange(n * 2, dtype=np.float32).reshape(n, 2)
+    loader = hdata.DataLoader(
+        hdata.TensorDataset(hookgrad.tensor(x), hookgrad.arange(n)),
+        batch_size=batch_size,
+        shuffle=True,
+        drop_last=drop_last,
+    )
+    got = _batches(loader)
+    order = [i for batch in got for i in batch[1][1][3]]  # the index column
+    assert len(set(order)) == len(order) == (n // batch_size * batch_size if drop_last else n)
+    replay = tdata.DataLoader(
+        tdata.TensorDataset(torch.tensor(x), torch.arange(n)),
+        batch_size=batch_size,
+        sampler=order,
+    )
+    assert got == _batches(replay)
+
+
 class _Mixed:
     """Samples mixing every kind of leaf and container default_collate knows."""
 
