@@ -16,6 +16,7 @@ from hookgrad.utils.data import (
     RandomSampler,
     SubsetRandomSampler,
     TensorDataset,
+    WeightedRandomSampler,
     get_worker_info,
     random_split,
 )
@@ -126,8 +127,27 @@ def test_what_is_not_there_yet_is_absent() -> None:
     """The names docs/data.md lists as missing are not exported (an import fails loudly)."""
     import hookgrad.utils.data as data
 
-    for name in ("StackDataset", "WeightedRandomSampler", "DistributedSampler"):
+    for name in ("DistributedSampler", "IterDataPipe", "MapDataPipe"):
         assert not hasattr(data, name)
+
+
+def test_weighted_sampler_draws_in_proportion_to_the_weights() -> None:
+    """With replacement, index i comes up about weights[i] / sum(weights) of the time."""
+    sampler = WeightedRandomSampler([1.0, 0.0, 3.0], 4000, generator=hookgrad.Generator(0))
+    drawn = list(sampler)
+    assert len(sampler) == len(drawn) == 4000
+    assert drawn.count(1) == 0
+    assert abs(drawn.count(2) / 4000 - 0.75) < 0.03
+    assert (
+        list(WeightedRandomSampler([1.0, 0.0, 3.0], 4000, generator=hookgrad.Generator(0))) == drawn
+    )
+
+
+def test_weighted_sampler_without_replacement_draws_distinct_indices() -> None:
+    """replacement=False draws each index at most once, heavy ones first more often."""
+    firsts = [next(iter(WeightedRandomSampler([1, 1, 50, 1], 4, False))) for _ in range(50)]
+    assert all(sorted(WeightedRandomSampler([1, 1, 50, 1], 4, False)) == [0, 1, 2, 3] for _ in "ab")
+    assert firsts.count(2) > 40
 
 
 def test_random_sampler_with_replacement_draws_num_samples_in_range() -> None:

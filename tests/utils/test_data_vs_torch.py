@@ -175,7 +175,14 @@ def test_collate_with_tensors_of_every_dtype_matches_torch() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["DataLoader", "RandomSampler", "SubsetRandomSampler", "BatchSampler", "random_split"],
+    [
+        "DataLoader",
+        "RandomSampler",
+        "SubsetRandomSampler",
+        "WeightedRandomSampler",
+        "BatchSampler",
+        "random_split",
+    ],
 )
 def test_signature_matches_torch(name: str) -> None:
     """Parameter names, kinds and defaults are torch's (generators aside, which are hookgrad's)."""
@@ -262,6 +269,16 @@ MISUSES: dict[str, Callable[[Any], Any]] = {
     "empty dataset shuffled": lambda L: L.utils.data.RandomSampler(range(0)),
     "split sums wrong": lambda L: L.utils.data.random_split(range(5), [2, 2]),
     "split fraction over 1": lambda L: L.utils.data.random_split(range(5), [1.5, -0.5]),
+    "stack args and kwargs": lambda L: L.utils.data.StackDataset(range(2), b=range(2)),
+    "stack of nothing": lambda L: L.utils.data.StackDataset(),
+    "stack size mismatch": lambda L: L.utils.data.StackDataset(a=range(2), b=range(3)),
+    "weighted num_samples zero": lambda L: L.utils.data.WeightedRandomSampler([1.0, 2.0], 0),
+    "weighted 2d weights": lambda L: L.utils.data.WeightedRandomSampler([[1.0, 2.0]], 2),
+    "weighted replacement int": lambda L: L.utils.data.WeightedRandomSampler([1, 2], 1, 1),
+    "weighted too many": lambda L: list(L.utils.data.WeightedRandomSampler([1, 2], 3, False)),
+    "weighted negative": lambda L: list(L.utils.data.WeightedRandomSampler([-1, 2], 1)),
+    "weighted nan": lambda L: list(L.utils.data.WeightedRandomSampler([1, float("nan")], 1)),
+    "weighted all zero": lambda L: list(L.utils.data.WeightedRandomSampler([0, 0], 1)),
     "empty concat": lambda L: L.utils.data.ConcatDataset([]),
     "concat of iterable": lambda L: L.utils.data.ConcatDataset([_Stream.of(L, [1])]),
     "concat index too negative": lambda L: L.utils.data.ConcatDataset([range(2)])[-3],
@@ -331,6 +348,31 @@ def test_subset_and_concat_indexing_match_torch() -> None:
         return [_plain(p) for p in picks] + [len(joined), joined.cumulative_sizes]
 
     assert items(hookgrad) == items(torch)
+
+
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_stack_dataset_matches_torch(batch_size: int | None) -> None:
+    """StackDataset gives tuples (positional) or dicts (keywords) of items, batched as in torch."""
+
+    def make(lib: Any, keywords: bool) -> Any:
+        parts = {"x": _tensor_dataset(lib, 5), "n": list(range(10, 15))}
+        stack = (
+            lib.utils.data.StackDataset(**parts)
+            if keywords
+            else lib.utils.data.StackDataset(*parts.values())
+        )
+        return lib.utils.data.DataLoader(stack, batch_size=batch_size)
+
+    for keywords in (False, True):
+        got, expected = _both(lambda lib, keywords=keywords: make(lib, keywords))
+        assert got == expected
+
+
+def test_weighted_sampler_without_replacement_puts_zero_weights_last_as_torch() -> None:
+    """Without replacement, zero-weight indices are drawn (not refused) after every positive one."""
+    for lib in (hookgrad, torch):
+        drawn = list(lib.utils.data.WeightedRandomSampler([0.0, 3.0, 0.0, 2.0], 4, False))
+        assert sorted(drawn[:2]) == [1, 3] and sorted(drawn) == [0, 1, 2, 3]
 
 
 def test_chain_dataset_matches_torch() -> None:

@@ -17,6 +17,7 @@ __all__ = [
     "ConcatDataset",
     "Dataset",
     "IterableDataset",
+    "StackDataset",
     "Subset",
     "TensorDataset",
     "random_split",
@@ -65,6 +66,35 @@ class TensorDataset(Dataset[tuple[Tensor, ...]]):
 
     def __len__(self) -> int:
         return int(self.tensors[0].size(0))
+
+
+class StackDataset(Dataset[Any]):
+    """Several equally long datasets read side by side: item ``i`` is a tuple (datasets given
+    positionally) or a dict (given by keyword) of their items ``i``."""
+
+    datasets: tuple[Dataset[Any], ...] | dict[str, Dataset[Any]]
+
+    def __init__(self, *args: Dataset[Any], **kwargs: Dataset[Any]) -> None:
+        if args and kwargs:
+            raise ValueError(
+                "Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                "input/output, but both types are given."
+            )
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        self.datasets = args or kwargs
+        parts = list(args or kwargs.values())
+        self._length = len(parts[0])  # type: ignore[arg-type]
+        if any(len(d) != self._length for d in parts):  # type: ignore[arg-type]
+            raise ValueError("Size mismatch between datasets")
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(self.datasets, dict):
+            return {key: d[index] for key, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class ConcatDataset(Dataset[T_co]):

@@ -6,7 +6,9 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence, Sized
 from typing import Any, Generic, TypeVar
 
-from ..._creation import Generator, randint, randperm
+import numpy as np
+
+from ..._creation import Generator, default_generator, randint, randperm
 from ._utils.seed import draw_seed
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "Sampler",
     "SequentialSampler",
     "SubsetRandomSampler",
+    "WeightedRandomSampler",
 ]
 
 T_co = TypeVar("T_co", covariant=True)
@@ -107,6 +110,65 @@ class SubsetRandomSampler(Sampler[int]):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+def _multinomial(
+    weights: np.ndarray, num_samples: int, replacement: bool, generator: Generator | None
+) -> list[int]:
+    """Indices drawn with probability proportional to ``weights``, checked as torch checks them.
+
+    Without replacement it is an exponential race (the smallest ``Exp(1) / weight`` keys win),
+    as torch's CPU kernel does it, so zero weights come last instead of raising.
+    """
+    if not np.isfinite(weights).all() or (weights < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if weights.sum() <= 0:
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = (generator or default_generator).numpy
+    if replacement:
+        return rng.choice(len(weights), size=num_samples, p=weights / weights.sum()).tolist()
+    if num_samples > len(weights):
+        raise RuntimeError(
+            "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+        )
+    with np.errstate(divide="ignore"):
+        keys = rng.standard_exponential(len(weights)) / weights
+    return np.argsort(keys, kind="stable")[:num_samples].tolist()
+
+
+class WeightedRandomSampler(Sampler[int]):
+    """``num_samples`` indices in ``[0, len(weights))``, each as likely as its weight."""
+
+    def __init__(
+        self,
+        weights: Sequence[float],
+        num_samples: int,
+        replacement: bool = True,
+        generator: Generator | None = None,
+    ) -> None:
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
+        if not isinstance(replacement, bool):
+            raise ValueError(
+                f"replacement should be a boolean value, but got replacement={replacement}"
+            )
+        array = np.asarray(weights, dtype=np.float64)
+        if array.ndim != 1:
+            raise ValueError(
+                f"weights should be a 1d sequence but given weights have shape {array.shape}"
+            )
+        self.weights = array
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        yield from _multinomial(self.weights, self.num_samples, self.replacement, self.generator)
+
+    def __len__(self) -> int:
+        return self.num_samples
 
 
 class BatchSampler(Sampler[list[int]]):
