@@ -492,6 +492,30 @@ def test_map_dataset_workers_load_batches_round_robin_as_torch(workers: int) -> 
     assert got == expected
 
 
+class _Faulty:
+    """A map-style dataset whose item 3 cannot be read."""
+
+    def __len__(self) -> int:
+        return 6
+
+    def __getitem__(self, i: int) -> int:
+        if i == 3:
+            raise KeyError(f"bad item {i}")
+        return i
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_error_in_a_worker_reaches_the_loop_with_its_type(workers: int) -> None:
+    """A dataset's exception stops the loop with its own type, in torch as in hookgrad; hookgrad
+    keeps the message as it is (torch prefixes it with the worker's traceback)."""
+    for lib in (hookgrad, torch):
+        loader = lib.utils.data.DataLoader(_Faulty(), batch_size=2, num_workers=workers)
+        with pytest.raises(KeyError) as info:
+            list(loader)
+        if lib is hookgrad or workers == 0:
+            assert info.value.args == ("bad item 3",)
+
+
 def test_pin_memory_warns_and_changes_nothing_as_torch_on_cpu() -> None:
     """pin_memory=True on a CPU gives torch's warning and the unpinned batches."""
     results = []
