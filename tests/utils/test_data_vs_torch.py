@@ -215,6 +215,27 @@ def test_custom_collate_fn_gets_torchs_sample_lists() -> None:
         assert run(hookgrad, batch_size) == run(torch, batch_size)
 
 
+class _Box:
+    """A leaf type default_collate does not know."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+
+def test_collate_extended_with_a_collate_fn_map_matches_torch() -> None:
+    """collate() with default_collate_fn_map plus an entry for a new type collates it, as torch."""
+
+    def run(lib: Any) -> Any:
+        module = hookgrad.utils.data._utils.collate if lib is hookgrad else tdata._utils.collate
+        extra = {_Box: lambda batch, *, collate_fn_map: sum(b.value for b in batch)}
+        samples = [{"box": _Box(i), "x": lib.tensor([i])} for i in range(3)]
+        return _plain(
+            module.collate(samples, collate_fn_map={**module.default_collate_fn_map, **extra})
+        )
+
+    assert run(hookgrad) == run(torch)
+
+
 def _error(call: Callable[[Any], Any], lib: Any) -> tuple[type[BaseException], str]:
     with pytest.raises(Exception) as info:
         call(lib)
