@@ -85,6 +85,47 @@ def _check_iterable_options(shuffle: bool | None, sampler: Any, batch_sampler: A
         )
 
 
+def _index_samplers(
+    dataset: Any,
+    kind: _DatasetKind,
+    batch_size: int | None,
+    shuffle: bool | None,
+    sampler: Any,
+    batch_sampler: Any,
+    drop_last: bool,
+    generator: Generator | None,
+) -> tuple[Any, Any, int | None, bool]:
+    """The loader's ``(sampler, batch_sampler, batch_size, drop_last)``, as torch chooses them.
+
+    A ``batch_sampler`` excludes the options it replaces; otherwise the sampler is the user's,
+    a shuffling or sequential one (map-style) or an endless one (iterable), wrapped in a
+    ``BatchSampler`` unless ``batch_size`` is None.
+    """
+    if sampler is not None and shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")
+    if batch_sampler is not None:
+        if batch_size != 1 or shuffle or sampler is not None or drop_last:
+            raise ValueError(
+                "batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                "sampler, and drop_last"
+            )
+        batch_size, drop_last = None, False
+    elif batch_size is None and drop_last:
+        raise ValueError(
+            "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+        )
+    if sampler is None:
+        if kind is _DatasetKind.Iterable:
+            sampler = _InfiniteConstantSampler()
+        elif shuffle:
+            sampler = RandomSampler(dataset, generator=generator)
+        else:
+            sampler = SequentialSampler(dataset)
+    if batch_size is not None and batch_sampler is None:
+        batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+    return sampler, batch_sampler, batch_size, drop_last
+
+
 class DataLoader:
     """Iterate over ``dataset`` in batches; the arguments and their errors are torch's.
 
@@ -130,29 +171,9 @@ class DataLoader:
         else:
             shuffle = bool(shuffle)
             kind = _DatasetKind.Map
-        if sampler is not None and shuffle:
-            raise ValueError("sampler option is mutually exclusive with shuffle")
-        if batch_sampler is not None:
-            if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError(
-                    "batch_sampler option is mutually exclusive with batch_size, shuffle, "
-                    "sampler, and drop_last"
-                )
-            batch_size, drop_last = None, False
-        elif batch_size is None and drop_last:
-            raise ValueError(
-                "batch_size=None option disables auto-batching and is mutually exclusive "
-                "with drop_last"
-            )
-        if sampler is None:
-            if kind is _DatasetKind.Iterable:
-                sampler = _InfiniteConstantSampler()
-            elif shuffle:
-                sampler = RandomSampler(dataset, generator=generator)  # type: ignore[arg-type]
-            else:
-                sampler = SequentialSampler(dataset)  # type: ignore[arg-type]
-        if batch_size is not None and batch_sampler is None:
-            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        sampler, batch_sampler, batch_size, drop_last = _index_samplers(
+            dataset, kind, batch_size, shuffle, sampler, batch_sampler, drop_last, generator
+        )
 
         self.dataset = dataset
         self.num_workers = num_workers
