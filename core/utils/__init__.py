@@ -1,5 +1,19 @@
-"""Utilities mirroring ``torch.utils``: hook handles live in :mod:`hookgrad.utils.hooks`."""
+"""Utilities mirroring ``torch.utils``: hook handles in :mod:`hookgrad.utils.hooks`, datasets
+and the DataLoader in :mod:`hookgrad.utils.data`."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
 
 from . import hooks
 
-__all__ = ["hooks"]
+__all__ = ["data", "hooks"]
+
+
+def __getattr__(name: str) -> ModuleType:
+    """``hookgrad.utils.data`` on first access (PEP 562): ``hookgrad._tensor`` imports this
+    package for its hook handles, before the data package's own imports can be resolved."""
+    if name == "data":
+        return importlib.import_module(f"{__name__}.data")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
