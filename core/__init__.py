@@ -119,6 +119,7 @@ from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._tensor import Tensor
 
 if TYPE_CHECKING:
+    from .plugins.spike_guard import SpikeError
     from .runtime import Runtime, configure
 
 float = float32
@@ -138,6 +139,7 @@ __all__ = [
     "amp",
     "Generator",
     "Runtime",
+    "SpikeError",
     "Tensor",
     "abs",
     "add",
@@ -252,13 +254,18 @@ __all__ = [
     "zeros_like",
 ]
 
-# Loaded on first access (PEP 562), so that ``import hookgrad`` imports no runtime service.
-_LAZY = frozenset({"Runtime", "configure"})
+# Loaded on first access (PEP 562), so that ``import hookgrad`` imports no runtime service
+# and no plugin: name -> the module that defines it.
+_LAZY = {
+    "Runtime": "hookgrad.runtime",
+    "configure": "hookgrad.runtime",
+    "SpikeError": "hookgrad.plugins.spike_guard",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from . import runtime
+        import importlib
 
-        return getattr(runtime, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

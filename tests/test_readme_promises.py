@@ -409,7 +409,7 @@ def _rows(output: str) -> dict[str, list[str]]:
     return {line.split()[0]: line.split() for line in output.splitlines()[2:] if line.strip()}
 
 
-def test_plugins_lists_the_five_built_ins_with_their_status(tmp_path: Path) -> None:
+def test_plugins_lists_the_six_built_ins_with_their_status(tmp_path: Path) -> None:
     """'hookgrad plugins': installed plugins, built-in?, enabled? (file and environment)."""
     (tmp_path / "hookgrad.toml").write_text(
         "[plugins.grad_clip]\nmax_norm = 2.0\n\n[plugins.nan_guard]\nenabled = false\n"
@@ -417,7 +417,7 @@ def test_plugins_lists_the_five_built_ins_with_their_status(tmp_path: Path) -> N
     result = _hookgrad("plugins", cwd=tmp_path, env={"HOOKGRAD_PLUGINS": "grad_stats"})
     assert result.returncode == 0, result.stderr
     rows = _rows(result.stdout)
-    builtins = {"event_log", "grad_clip", "grad_scale", "grad_stats", "nan_guard"}
+    builtins = {"event_log", "grad_clip", "grad_scale", "grad_stats", "nan_guard", "spike_guard"}
     assert builtins <= set(rows)
     assert all(rows[name][3] == "built-in" for name in builtins)
     status = {name: rows[name][4] for name in builtins}
@@ -427,6 +427,7 @@ def test_plugins_lists_the_five_built_ins_with_their_status(tmp_path: Path) -> N
         "grad_scale": "off",
         "grad_stats": "enabled",
         "nan_guard": "disabled",
+        "spike_guard": "off",
     }
     assert "hookgrad_optimizer_step_pre" in " ".join(rows["grad_clip"])
 
