@@ -6,10 +6,10 @@ they are fast and a graph that saved a parameter before the step refuses to back
 
 from __future__ import annotations
 
-from . import adam, adamw, optimizer, sgd
+from . import adam, adamw, lr_scheduler, optimizer, sgd
 from .adam import Adam
 from .adamw import AdamW
 from .optimizer import Optimizer
 from .sgd import SGD
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "adam", "adamw", "optimizer", "sgd"]
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "adam", "adamw", "lr_scheduler", "optimizer", "sgd"]
