@@ -189,23 +189,50 @@ def test_radam_hypothesis(steps: int, seed: int, **config: Any) -> None:
 # ---------------------------------------------------------------------------- state dicts
 @pytest.mark.parametrize("name", NAMES)
 def test_state_dict_round_trip_resumes_identically(name: str) -> None:
-    """A state dict loaded into a fresh optimizer (and a pickled one) continues bit for bit."""
+    """A state dict loaded into a fresh optimizer, and a pickled copy, continue bit for bit."""
     params, opt = run_steps(hookgrad, lambda lib, p: getattr(lib.optim, name)(p, lr=0.01), 5)
     copies = [hookgrad.tensor(p.detach().numpy(), requires_grad=True) for p in params]
     fresh = getattr(hookgrad.optim, name)(copies, lr=0.5)
     fresh.load_state_dict(copy.deepcopy(opt.state_dict()))
     unpickled = pickle.loads(pickle.dumps(opt))
     assert fresh.param_groups[0]["lr"] == 0.01
+    runs = [(opt, params), (fresh, copies), (unpickled, unpickled.param_groups[0]["params"])]
     rng = np.random.default_rng(1)
     for _ in range(4):
         grads = [rng.standard_normal(p.shape).astype(np.float32) for p in params]
-        for optimizer, group in ((opt, params), (fresh, copies)):
+        for optimizer, group in runs:
             for p, g in zip(group, grads):
                 p.grad = hookgrad.tensor(g)
             optimizer.step()
-    for p, q in zip(params, copies):
+    for _, group in runs[1:]:
+        for p, q in zip(params, group):
+            np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_foreach_flag_changes_nothing(name: str) -> None:
+    """``foreach=True`` is accepted and gives the same parameters as the default."""
+    runs = [
+        run_steps(hookgrad, lambda lib, p, f=flag: getattr(lib.optim, name)(p, foreach=f), 6)[0]
+        for flag in (None, True)
+    ]
+    for p, q in zip(*runs):
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
-    assert type(unpickled) is type(opt) and unpickled.state_dict()["param_groups"]
+
+
+UNSUPPORTED = [
+    (name, flag)
+    for name in NAMES
+    for flag in ("capturable", "differentiable", "fused")
+    if flag in getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)]).defaults
+]
+
+
+@pytest.mark.parametrize(("name", "flag"), UNSUPPORTED)
+def test_unsupported_modes_raise(name: str, flag: str) -> None:
+    """``capturable``, ``differentiable`` and ``fused`` raise NotImplementedError naming the flag."""
+    with pytest.raises(NotImplementedError, match=f"{name} does not implement {flag}=True"):
+        getattr(hookgrad.optim, name)([hookgrad.zeros(1, requires_grad=True)], **{flag: True})
 
 
 def test_old_checkpoint_with_float_steps_is_converted() -> None:
