@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any, TypeAlias
 
 from ._ops import arith, compare, unary
@@ -170,7 +171,7 @@ def _foreach_div(self: TensorList, other: Operand) -> tuple[Tensor, ...]:
 def _foreach_maximum_(self: TensorList, other: Operand) -> TensorList:
     """``self[i] = maximum(self[i], other[i])`` in place (NaN propagates)."""
     for t, o in _pairs(self, other):
-        apply_inplace(t, lambda s, o=o: arith.maximum(s, o), _requiring_grad(o))
+        apply_inplace(t, partial(arith.maximum, b=o), _requiring_grad(o))
     return self
 
 
@@ -186,9 +187,7 @@ def _foreach_addcmul_(
     """``self[i] += value[i] * tensor1[i] * tensor2[i]`` in place."""
     _check(self, tensor1, tensor2)
     for t, a, b, v in zip(self, tensor1, tensor2, _per_tensor(self, value)):
-        apply_inplace(
-            t, lambda s, a=a, b=b, v=v: _addc(arith.mul, s, a, b, v), _requiring_grad(a, b)
-        )
+        apply_inplace(t, partial(_addc, arith.mul, t1=a, t2=b, value=v), _requiring_grad(a, b))
     return self
 
 
@@ -207,9 +206,7 @@ def _foreach_addcdiv_(
     """``self[i] += value[i] * tensor1[i] / tensor2[i]`` in place."""
     _check(self, tensor1, tensor2)
     for t, a, b, v in zip(self, tensor1, tensor2, _per_tensor(self, value)):
-        apply_inplace(
-            t, lambda s, a=a, b=b, v=v: _addc(arith.div, s, a, b, v), _requiring_grad(a, b)
-        )
+        apply_inplace(t, partial(_addc, arith.div, t1=a, t2=b, value=v), _requiring_grad(a, b))
     return self
 
 
@@ -226,7 +223,7 @@ def _foreach_lerp_(self: TensorList, tensors1: TensorList, weight: Operand) -> T
     """``self[i] += weight[i] * (tensors1[i] - self[i])`` in place, torch's lerp formula."""
     _check(self, tensors1)
     for t, end, w in zip(self, tensors1, _per_tensor(self, weight)):
-        apply_inplace(t, lambda s, end=end, w=w: _lerp(s, end, w), _requiring_grad(end, w))
+        apply_inplace(t, partial(_lerp, end=end, weight=w), _requiring_grad(end, w))
     return self
 
 

@@ -96,7 +96,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             for base_lr in self.base_lrs
         ]
 
-    def step(self, epoch: float | None = None) -> None:  # type: ignore[override]
+    def step(self, epoch: float | None = None) -> None:
         """Advance one epoch, or jump to ``epoch`` (which may be fractional)."""
         if epoch is None and self.last_epoch < 0:
             epoch = 0
@@ -238,7 +238,7 @@ class OneCycleLR(LRScheduler):
                 f"Tried to step {step_num} times. The specified number of total steps is "
                 f"{self.total_steps}"
             )
-        lrs = []
+        lrs: list[LR] = []
         for group in self.optimizer.param_groups:
             start_step = 0.0
             last = len(self._schedule_phases) - 1
