@@ -146,7 +146,7 @@ def test_norm_in_another_dtype_matches_torch() -> None:
     data=st.data(),
     count=st.integers(1, 5),
     op=st.sampled_from(["add_", "mul_", "div_", "maximum_", "addcmul_", "addcdiv_", "lerp_"]),
-    scalar=st.floats(-3, 3, width=32),
+    scalar=st.floats(-3, 3, width=32).filter(lambda v: v != 0),  # numpy warns on x / 0
 )
 def test_foreach_hypothesis(data: st.DataObject, count: int, op: str, scalar: float) -> None:
     """Any list of shapes and values: in-place results equal torch's (exact where one op)."""
