@@ -456,3 +456,22 @@ def test_cosine_schedule_reaches_eta_min() -> None:
         optimizer.step()
         scheduler.step()
     assert math.isclose(optimizer.param_groups[0]["lr"], 0.1, rel_tol=1e-12)
+
+
+def test_tensor_lr_is_filled_in_place_as_torch() -> None:
+    """A tensor ``lr`` stays the same tensor, filled in place; last lrs are tensor copies."""
+    traces = []
+    for lib in (hookgrad, torch):
+        optimizer = lib.optim.SGD([lib.zeros(2, requires_grad=True)], lr=lib.tensor(0.1))
+        lr = optimizer.param_groups[0]["lr"]
+        scheduler = lib.optim.lr_scheduler.ExponentialLR(optimizer, 0.9)
+        trace = []
+        for _ in range(5):
+            optimizer.step()
+            scheduler.step()
+            last = scheduler.get_last_lr()[0]
+            group_lr = optimizer.param_groups[0]["lr"]
+            trace.append((group_lr is lr, last is not lr, isinstance(last, lib.Tensor), lr.item()))
+        traces.append(trace)
+    assert traces[0] == traces[1]
+    assert traces[0][-1][:3] == (True, True, True)
