@@ -49,6 +49,7 @@ from ._dtype import (
     int64,
     uint8,
 )
+from ._foreach import *  # noqa: F403  (torch._foreach_*: private names, not in __all__)
 from ._functions import (
     abs,
     add,

@@ -6,10 +6,50 @@ they are fast and a graph that saved a parameter before the step refuses to back
 
 from __future__ import annotations
 
-from . import adam, adamw, optimizer, sgd
+from . import (
+    adadelta,
+    adagrad,
+    adam,
+    adamax,
+    adamw,
+    lr_scheduler,
+    nadam,
+    optimizer,
+    radam,
+    rmsprop,
+    sgd,
+)
+from .adadelta import Adadelta
+from .adagrad import Adagrad
 from .adam import Adam
+from .adamax import Adamax
 from .adamw import AdamW
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
+from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "adam", "adamw", "optimizer", "sgd"]
+__all__ = [
+    "SGD",
+    "Adadelta",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "NAdam",
+    "Optimizer",
+    "RAdam",
+    "RMSprop",
+    "adadelta",
+    "adagrad",
+    "adam",
+    "adamax",
+    "adamw",
+    "lr_scheduler",
+    "nadam",
+    "optimizer",
+    "radam",
+    "rmsprop",
+    "sgd",
+]

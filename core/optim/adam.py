@@ -17,6 +17,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._tensor import Tensor, _wrap
+from ._checks import check_betas, check_lr, check_nonnegative
+from ._kernels import lerp_, step_counter
+from ._per_parameter import steps_as_tensors
 from .optimizer import Optimizer, ParamsT, _refuse_unsupported
 
 __all__ = ["Adam"]
@@ -83,11 +86,7 @@ class Adam(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("decoupled_weight_decay", False)
             group.setdefault("fused", None)
-            for p in group["params"]:
-                p_state = self.state.get(p)
-                if p_state and not isinstance(p_state["step"], Tensor):
-                    # Old checkpoints stored the step as a number; torch converts it too.
-                    p_state["step"] = _wrap(np.array(float(p_state["step"]), dtype=np.float32))
+        steps_as_tensors(self)
 
     def _step_group(self, group: dict[str, Any]) -> None:
         beta1, beta2 = group["betas"]
@@ -114,25 +113,17 @@ class Adam(Optimizer):
 
 def _validate(lr: Any, betas: tuple[Any, Any], eps: float, weight_decay: float) -> None:
     """Torch's checks and messages, in torch's order."""
-    if isinstance(lr, Tensor) and lr.numel() != 1:
-        raise ValueError("Tensor lr must be 1-element")
-    if not lr >= 0.0:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not eps >= 0.0:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not weight_decay >= 0.0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    check_lr(lr)
+    check_nonnegative(eps=eps)
+    check_betas(betas)
+    check_nonnegative(weight_decay=weight_decay)
     if not (all(isinstance(b, float) for b in betas) or all(isinstance(b, Tensor) for b in betas)):
         raise ValueError("betas must be either both floats or both Tensors")
 
 
 def _init_state(p_state: dict[str, Any], data: np.ndarray, amsgrad: bool) -> None:
     """Lazy state, in torch's key order: a float32 step counter and zeroed moments."""
-    p_state["step"] = _wrap(np.zeros((), dtype=np.float32))
+    p_state["step"] = step_counter()
     p_state["exp_avg"] = _wrap(np.zeros_like(data))
     p_state["exp_avg_sq"] = _wrap(np.zeros_like(data))
     if amsgrad:
@@ -155,7 +146,7 @@ def _adam_update(p: Tensor, grad: np.ndarray, p_state: dict[str, Any], h: _Hyper
             grad = np.add(decayed, grad, out=decayed)
     exp_avg = p_state["exp_avg"]._data
     exp_avg_sq = p_state["exp_avg_sq"]._data
-    _lerp_(exp_avg, grad, 1 - h.beta1)
+    lerp_(exp_avg, grad, 1 - h.beta1)
     exp_avg_sq *= h.beta2
     tmp = grad * (1 - h.beta2)  # addcmul_ order: (value * g) * g
     tmp *= grad
@@ -173,15 +164,3 @@ def _adam_update(p: Tensor, grad: np.ndarray, p_state: dict[str, Any], h: _Hyper
     tmp /= denom
     data += tmp
     p._vbox[0] += 1
-
-
-def _lerp_(start: np.ndarray, end: np.ndarray, weight: float) -> None:
-    """``start += weight * (end - start)`` in place, with torch's two-sided lerp formula."""
-    diff = end - start
-    if abs(weight) < 0.5:
-        diff *= weight
-        start += diff
-    else:
-        one = start.dtype.type(1)
-        diff *= one - start.dtype.type(weight)
-        np.subtract(end, diff, out=start)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor, _wrap
+from ._kernels import decayed
 from .optimizer import Optimizer, ParamsT, _refuse_unsupported
 
 __all__ = ["SGD"]
@@ -94,25 +95,11 @@ class SGD(Optimizer):
             if g is None:
                 continue
             data = p._data
-            d_p = _decayed(g._data, data, weight_decay, maximize)
+            d_p = decayed(g._data, data, weight_decay, maximize)
             if momentum != 0:
                 d_p = _momentum(state[p], d_p, momentum, dampening, nesterov)
             np.subtract(data, d_p * lr, out=data)
             p._vbox[0] += 1
-
-
-def _decayed(
-    grad: np.ndarray, param: np.ndarray, weight_decay: float, maximize: bool
-) -> np.ndarray:
-    """The gradient (negated when maximizing) plus L2 weight decay; never written in place."""
-    if weight_decay != 0:
-        out: np.ndarray = param * weight_decay
-        if maximize:
-            out -= grad
-        else:
-            out += grad
-        return out
-    return -grad if maximize else grad
 
 
 def _momentum(

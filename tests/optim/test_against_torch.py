@@ -7,7 +7,6 @@ state and param_groups must agree at float32 tolerance.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,49 +15,9 @@ import pytest
 import hookgrad
 import hookgrad.optim
 
-torch = pytest.importorskip("torch")
+from .conftest import assert_same_run as _assert_same_run
 
-SHAPES = [(4, 3), (5,), (2, 3, 2)]
-RTOL, ATOL = 2e-5, 1e-6
-
-MakeOpt = Callable[[Any, list[Any]], Any]
-
-
-def _run(lib: Any, make_opt: MakeOpt, steps: int = 7, seed: int = 0) -> tuple[list[Any], Any]:
-    """Drive ``make_opt(lib, params)`` for ``steps`` steps on a seeded gradient sequence."""
-    rng = np.random.default_rng(seed)
-    params = [
-        lib.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in SHAPES
-    ]
-    opt = make_opt(lib, params)
-    for step in range(steps):
-        for i, p in enumerate(params):
-            if (step + i) % 3 == 2:
-                p.grad = None
-            else:
-                p.grad = lib.tensor(rng.standard_normal(SHAPES[i]).astype(np.float32))
-        opt.step()
-    return params, opt
-
-
-def _assert_same_run(make_opt: MakeOpt, steps: int = 7) -> None:
-    """Run both libraries and compare parameters, state tensors and param groups."""
-    h_params, h_opt = _run(hookgrad, make_opt, steps)
-    t_params, t_opt = _run(torch, make_opt, steps)
-    for h, t in zip(h_params, t_params):
-        np.testing.assert_allclose(h.detach().numpy(), t.detach().numpy(), rtol=RTOL, atol=ATOL)
-    h_sd, t_sd = h_opt.state_dict(), t_opt.state_dict()
-    assert h_sd["param_groups"] == t_sd["param_groups"]
-    assert h_sd["state"].keys() == t_sd["state"].keys()
-    for index, t_state in t_sd["state"].items():
-        h_state = h_sd["state"][index]
-        assert list(h_state) == list(t_state)
-        for key, t_value in t_state.items():
-            h_value = h_state[key]
-            assert isinstance(h_value, hookgrad.Tensor)
-            assert h_value.dtype == np.float32
-            np.testing.assert_allclose(h_value.numpy(), t_value.numpy(), rtol=RTOL, atol=ATOL)
-
+pytest.importorskip("torch")
 
 SGD_CONFIGS = {
     "plain": {"lr": 0.1},

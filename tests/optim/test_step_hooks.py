@@ -377,22 +377,6 @@ def test_step_hooks_survive_load_state_dict(lib):
 
 
 # ---------------------------------------------------------------------- hookgrad-only step gates
-@pytest.fixture
-def gates() -> Iterator[Callable[..., Any]]:
-    """``gates(fn)`` registers a hookgrad step gate for this test only."""
-    handles: list[Any] = []
-
-    def register(gate: Callable[..., Any]) -> Any:
-        handle = hookgrad.optim.optimizer.register_optimizer_step_gate(gate)
-        handles.append(handle)
-        return handle
-
-    yield register
-    for handle in handles:
-        handle.remove()
-    assert not hookgrad.optim._hooks._optimizer_step_gates
-
-
 def _hooked_sgd(calls: list[str]) -> tuple[Any, Any]:
     """A momentum SGD on hookgrad whose local pre and post hooks append to ``calls``."""
     w, opt = _sgd(hookgrad, momentum=0.9)
