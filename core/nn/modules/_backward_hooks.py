@@ -171,12 +171,35 @@ class BackwardHook:
         return result
 
     def _wrap_one(self, t: Tensor, is_output: bool) -> Tensor:
-        """The one-tensor call, nearly every module call: no index lists."""
+        """The one-tensor call, nearly every module call: no index lists.
+
+        Runs twice per hooked module call, so the node and the view are built here field by
+        field (as ``BackwardHookFunctionBackward.__init__`` and ``_identity_view`` would, for
+        a tensor that requires grad) rather than through two more calls.
+        """
         d = t._data
         fn = t.grad_fn
-        edges = ((fn, t._output_nr) if fn is not None else edge(t),)
-        node = BackwardHookFunctionBackward(edges, self, is_output, [(d.shape, d.dtype)])
-        return _identity_view(t, node, 0)
+        node = _new_node(BackwardHookFunctionBackward)
+        node._next = ((fn, t._output_nr) if fn is not None else edge(t),)
+        node._seq = next_sequence_nr()
+        node._hooks = None
+        node._versions = ()
+        node._freed = False
+        node._hook = self
+        node._is_output = is_output
+        node._meta = [(d.shape, d.dtype)]
+        node._n_out = 1
+        out = _new_tensor(Tensor)
+        out._data = d
+        out._grad = None
+        out._requires_grad = True
+        out.grad_fn = node
+        out._output_nr = 0
+        out._vbox = t._vbox
+        out._base = t if t._base is None else t._base
+        out._acc = None
+        out._hooks = None
+        return out
 
     def _wrap_tensors(
         self, values: tuple[Any, ...], is_output: bool
@@ -269,7 +292,7 @@ class BackwardHook:
 # The index list of a call with exactly one tensor: shared, never mutated.
 _ONLY_FIRST = [0]
 
-_new_tensor = object.__new__
+_new_tensor = _new_node = object.__new__
 
 
 def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Tensor:
