@@ -50,6 +50,10 @@ calls miss its backward events (never a wrong name). A record runs only in the t
 bound it: one captured by another thread's call (every entry is in every call's snapshot)
 does nothing there. Swapping a thread's records and building the engine's backward lists
 share one lock (``GLOBAL_HOOKS.replace_backward``), so no call captures a half-swapped table.
+
+While the bridge's hooks are the only global ones, the engine hands it each call of a module
+without hooks of its own (:meth:`HookBridge.module_call`, ``GLOBAL_HOOKS.sole_owner``): the
+same events from one frame, with the call's record made for it rather than swapped in.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ from ..hookspecs import (
     PluginConfig,
     call_order,
 )
+from ..nn.modules._backward_hooks import BackwardHook
 from ..nn.modules._global_hooks import (
     GLOBAL_HOOKS,
     GlobalHookTable,
@@ -79,6 +84,7 @@ from ..nn.modules._global_hooks import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
+from ..nn.modules._module_hooks import call_general
 from ..utils.hooks import RemovableHandle
 from ._failures import OnErrorLog, PluginFailures, PluginHookWarning
 from ._naming import CallStack, ModuleNamer
@@ -193,10 +199,11 @@ class _Thread:
 
     ``calls`` are the thread's module calls in progress; ``record`` the record its next module
     call captures, sitting in the thread's own backward-table entries (``handles``, and as
-    (table, key) pairs in ``slots``). ``ident`` is None for the spare, not yet any thread's.
+    (table, key) pairs in ``slots``; ``wants`` says which of the two tables it is in).
+    ``ident`` is None for the spare, not yet any thread's.
     """
 
-    __slots__ = ("calls", "handles", "ident", "record", "slots")
+    __slots__ = ("calls", "handles", "ident", "record", "slots", "wants")
 
     def __init__(self, ident: int | None, calls: CallStack, record: _CallRecord) -> None:
         self.ident = ident
@@ -204,6 +211,8 @@ class _Thread:
         self.record = record
         self.handles: dict[str, RemovableHandle] = {}
         self.slots: tuple[tuple[GlobalHookTable, int], ...] = ()
+        # whether it has an entry in the backward pre-hook table, in the full hook table
+        self.wants = (False, False)
 
 
 class _EngineHooks:
@@ -444,11 +453,12 @@ class HookBridge:
         _sync(
             thread.handles,
             wanted,
-            lambda name: _BACKWARD_REGISTER[name](record, _internal=True),
+            lambda name: _BACKWARD_REGISTER[name](record, _internal=True, _owner=self),
         )
         thread.slots = tuple(
             (_BACKWARD_TABLES[name], handle.id) for name, handle in thread.handles.items()
         )
+        thread.wants = (BACKWARD_PRE in thread.handles, FULL_BACKWARD in thread.handles)
 
     def _listeners_of(self, hook: str) -> tuple[_Listener, ...]:
         listeners = []
@@ -465,8 +475,58 @@ class HookBridge:
 
     def _register(self, name: str) -> RemovableHandle:
         if name == FORWARD_PRE:
-            return register_module_forward_pre_hook_with_kwargs(self._forward_pre_hook)
-        return register_module_forward_hook(self._forward_hook, with_kwargs=True, always_call=True)
+            return register_module_forward_pre_hook_with_kwargs(self._forward_pre_hook, _owner=self)
+        return register_module_forward_hook(
+            self._forward_hook, with_kwargs=True, always_call=True, _owner=self
+        )
+
+    # ------------------------------------------------------------------ the owned call
+    def module_call(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One module call while the bridge's hooks are the only global ones and the module
+        has none of its own (``GLOBAL_HOOKS.sole_owner``): what the general path makes of the
+        bridge's four hooks, in one frame.
+
+        The general path captures the thread's record from the backward tables, has the
+        forward pre-hook fill it and swap in a fresh one (under the tables' lock), dispatches
+        through the always_call bookkeeping, and looks the thread up twice. Here the call's
+        record is made, filled and handed to its ``BackwardHook`` directly, which the
+        backward events cannot tell apart: the other entries of the tables are inert in this
+        call (another thread's, or empty). A call the bridge does not act for (another
+        thread; a thread ``threads="all"`` has not adopted yet) takes the general path.
+        """
+        thread = self._threads.get(current_thread())
+        if thread is None:
+            return call_general(module, args, kwargs)
+        calls = thread.calls
+        name, index = calls.enter(module)
+        module_type = type(module).__name__
+        selection = self._selections.get((name, module_type)) or self._select(name, module_type)
+        wants_pre, wants_full = thread.wants
+        try:
+            listeners = selection[0]
+            if listeners:
+                final = self._dispatch_forward_pre(
+                    listeners, name, module_type, index, args, kwargs
+                )
+                if final is not None:
+                    args = final
+            bw_hook = None
+            if wants_pre or wants_full:
+                record = _CallRecord(self)
+                record.bind(thread.ident, name, module_type, index, selection)
+                hooks = (record,)
+                bw_hook = BackwardHook(
+                    module, hooks if wants_full else (), hooks if wants_pre else (), False
+                )
+                args = bw_hook.setup_input_hook(args)
+            output = module.forward(*args, **kwargs)
+        except Exception:
+            calls.exit(module)  # the forward hook's always_call run after a failure
+            raise
+        replaced = self._call_ended(thread, module, args, kwargs, output)
+        if replaced is not None:
+            output = replaced
+        return output if bw_hook is None else bw_hook.setup_output_hook(output)
 
     # ------------------------------------------------------------------ global hooks
     def _forward_pre_hook(
@@ -531,8 +591,24 @@ class HookBridge:
         thread = self._threads.get(current_thread())
         if thread is None:  # another thread's call
             return None
+        if len(rest) != 2:  # always_call after a failure: no output
+            thread.calls.exit(module)
+            return None
+        kwargs, output = rest
+        return self._call_ended(thread, module, args, kwargs, output)
+
+    def _call_ended(
+        self,
+        thread: _Thread,
+        module: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        output: Any,
+    ) -> Any:
+        """A module call returned: ``hookgrad_forward`` to its listeners; the replacement
+        output, or None."""
         ended = thread.calls.exit(module)
-        if ended is None or len(rest) != 2:  # len 1: always_call after a failure, no output
+        if ended is None:
             return None
         name, index = ended
         module_type = type(module).__name__
@@ -540,7 +616,6 @@ class HookBridge:
         listeners = selection[1]
         if not listeners:
             return None
-        kwargs, output = rest
         event = ForwardEvent.trusted(
             {
                 "module_name": name,

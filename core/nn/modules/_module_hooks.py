@@ -20,7 +20,7 @@ from ...utils.hooks import HookDict, RemovableHandle, new_args_and_kwargs
 from ._backward_hooks import BackwardHook
 from ._global_hooks import GLOBAL_HOOKS, ForwardHookEntry, ForwardPreHookEntry, forward_plan
 
-__all__ = ["ModuleHooksMixin", "call_with_hooks"]
+__all__ = ["ModuleHooksMixin", "call_general", "call_with_hooks"]
 
 Hook = Callable[..., Any]
 
@@ -293,8 +293,13 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 
     Plain forward and forward pre-hooks (no kwargs, no always_call, no backward hooks) take
     a short path; everything else the general one, which tracks what the exception path needs.
+    When every global hook is one owner's (the plugin bridge) and the module has none of its
+    own, the owner runs the call (``_global_hooks``' module docstring).
     """
     g = GLOBAL_HOOKS
+    owner = g.sole_owner
+    if owner is not None and not module._hooks_maybe:
+        return owner.module_call(module, args, kwargs)
     if g.complex or module._hooks_complex:
         if g.backward_only and not module._hooks_maybe:  # global full/pre hooks, nothing else
             full, _, pre, user = g.backward_lists or g.build_backward_lists()
@@ -302,7 +307,7 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
             return bw_hook.setup_output_hook(
                 module.forward(*bw_hook.setup_input_hook(args), **kwargs)
             )
-        return _call_general(module, args, kwargs)
+        return call_general(module, args, kwargs)
     hooked = False
     table, local = g.forward_pre.hooks, module._forward_pre_hooks
     if table or local:
@@ -326,7 +331,8 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     return output
 
 
-def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A module call on the general path: every hook kind, local and global, in torch's order."""
     g = GLOBAL_HOOKS
     if not (g.forward_pre or g.forward or module._forward_pre_hooks or module._forward_hooks):
         full, regular, pre, user = _backward_hook_lists(module)
