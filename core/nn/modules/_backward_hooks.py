@@ -21,9 +21,10 @@ import numpy as np
 from ..._grad_mode import _state as grad_state
 from ..._ops._base import edge
 from ..._tensor import Tensor, _wrap
+from ...autograd._engine import current_graph_task
 from ...autograd._hook_calls import checked_hook_result
 from ...autograd.graph import Node, next_sequence_nr
-from ...utils._warnings import warn_unless_ignored
+from ...utils._warnings import warn_at_frame
 
 __all__ = ["BackwardHook", "BackwardHookFunctionBackward"]
 
@@ -252,8 +253,10 @@ class BackwardHook:
         return tuple(_array(grad_outputs[i], like) for i, like in zip(self.output_index, meta))
 
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
-        if self.warns:
-            warn_unless_ignored(_NO_INPUT_GRAD_WARNING, UserWarning)  # at the backward() call
+        if self.warns:  # at the backward() call
+            task = current_graph_task()
+            assert task is not None  # backward nodes run inside a backward call
+            warn_at_frame(_NO_INPUT_GRAD_WARNING, UserWarning, task.user_frame)
         grad_inputs = (None,) * self.n_inputs
         for hook in self.user_hooks:
             result = hook(self.module, grad_inputs, grad_outputs)
