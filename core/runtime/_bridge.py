@@ -129,6 +129,9 @@ class _Listener:
         )
 
 
+# Stands for the missing third argument of a backward pre-hook call (module, grad_output).
+_PRE_HOOK_CALL: Final = object()
+
 # The listeners that select one module, per module hook, in MODULE_HOOKS order.
 _Selection = tuple[tuple[_Listener, ...], ...]
 
@@ -137,7 +140,8 @@ class _CallRecord:
     """One module call as its backward events name it (filled by the forward pre-hook).
 
     The same object sits in both backward tables (one allocation per call, no bound methods):
-    called with one gradient tuple it is the backward pre-hook, with two the full hook.
+    called with one gradient tuple it is the backward pre-hook, with two the full hook. Made
+    empty for the tables (filled by ``bind``) or filled at once (the owned call).
     """
 
     __slots__ = (
@@ -150,14 +154,23 @@ class _CallRecord:
         "thread",
     )
 
-    def __init__(self, bridge: HookBridge) -> None:
+    def __init__(
+        self,
+        bridge: HookBridge,
+        thread: int | None = None,
+        name: str = "",
+        module_type: str = "",
+        index: int = 0,
+        selection: _Selection = (),
+        generation: int = -1,
+    ) -> None:
         self.bridge = bridge
-        self.thread: int | None = None  # the thread whose call filled it; None: still empty
-        self.module_name = ""
-        self.module_type = ""
-        self.call_index = 0
-        self.selection: _Selection = ()
-        self.generation = -1
+        self.thread = thread  # the thread whose call filled it; None: still empty
+        self.module_name = name
+        self.module_type = module_type
+        self.call_index = index
+        self.selection = selection
+        self.generation = generation
 
     def bind(
         self, thread: int | None, name: str, module_type: str, index: int, selection: _Selection
@@ -175,12 +188,14 @@ class _CallRecord:
             self.generation = bridge._generation
         return self.selection[hook]
 
-    def __call__(self, module: Any, *grads: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def __call__(
+        self, module: Any, grads: tuple[Any, ...], grad_output: Any = _PRE_HOOK_CALL
+    ) -> tuple[Any, ...] | None:
         if self.thread != current_thread():  # empty, or filled by another thread's call
             return None
-        if len(grads) == 1:
-            return self.bridge._dispatch_backward_pre(self, grads[0])
-        return self.bridge._dispatch_full_backward(self, grads[0], grads[1])
+        if grad_output is _PRE_HOOK_CALL:  # (module, grad_output)
+            return self.bridge._dispatch_backward_pre(self, grads)
+        return self.bridge._dispatch_full_backward(self, grads, grad_output)
 
     # ModuleCall (hookgrad.engines): how an engine installing the hooks itself calls it. The
     # engine routes each call's gradients to its own record, in whatever thread runs backward
@@ -512,9 +527,11 @@ class HookBridge:
                     args = final
             bw_hook = None
             if wants_pre or wants_full:
-                record = _CallRecord(self)
-                record.bind(thread.ident, name, module_type, index, selection)
-                hooks = (record,)
+                hooks = (
+                    _CallRecord(
+                        self, thread.ident, name, module_type, index, selection, self._generation
+                    ),
+                )
                 bw_hook = BackwardHook(
                     module, hooks if wants_full else (), hooks if wants_pre else (), False
                 )
