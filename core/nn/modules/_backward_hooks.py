@@ -39,16 +39,19 @@ _NO_INPUT_GRAD_WARNING = (
 
 
 class BackwardHookFunctionBackward(Node):
-    """Identity over a module's tensors; its backward is where the module hooks run."""
+    """Identity over a module's tensors; its backward is where the module hooks run.
 
-    __slots__ = ("_hook", "_is_output", "_meta", "_n_out")
+    One subclass per side of the call, each running its side's hooks in its own
+    ``backward_multi`` (one frame less per node than dispatching on a flag); both show torch's
+    name.
+    """
+
+    __slots__ = ("_hook", "_meta", "_n_out")
     _materialize = True
     _outputs_are_views = True
     _plain_identity = True
 
-    def __init__(
-        self, edges: tuple[Any, ...], hook: BackwardHook, is_output: bool, meta: list[Any]
-    ) -> None:
+    def __init__(self, edges: tuple[Any, ...], hook: BackwardHook, meta: list[Any]) -> None:
         # One constructor instead of Node.__init__ plus attribute writes: built every call.
         self._next = edges
         self._seq = next_sequence_nr()
@@ -56,18 +59,81 @@ class BackwardHookFunctionBackward(Node):
         self._versions = ()
         self._freed = False
         self._hook = hook
-        self._is_output = is_output
         self._meta = meta
         self._n_out = len(meta)
 
+    def name(self) -> str:
+        return "BackwardHookFunctionBackward"
+
+
+class _OutputsNode(BackwardHookFunctionBackward):
+    """Reached first: pre-hooks may replace grad_output; it is kept for the full hooks, which
+    fire here when no input needs grad (B-9)."""
+
+    __slots__ = ()
+
     def backward_multi(self, grads: list[np.ndarray | None]) -> Sequence[np.ndarray | None]:
-        if self._is_output:
-            return self._hook._on_output_grads(grads, self._meta)
-        for i, g in enumerate(grads):  # missing input gradients become zeros (B-7, B-18)
+        hook = self._hook
+        if hook.n_outputs == 1:
+            g = grads[0]
+            packed = grad_outputs = (None if g is None else _wrap(g),)
+        else:
+            assert hook.output_index is not None
+            packed = grad_outputs = _packed(hook.output_index, hook.n_outputs, grads)
+        if hook.user_pre_hooks:
+            module = hook.module
+            for pre_hook in hook.user_pre_hooks:
+                result = pre_hook(module, grad_outputs)
+                if result is not None:
+                    grad_outputs = _checked_count(
+                        result, grad_outputs, "Backward pre hook", "grad_output"
+                    )
+        hook.grad_outputs = grad_outputs
+        if hook.input_index is None:
+            hook._fire_without_input_grads(grad_outputs)
+        if grad_outputs is packed:
+            return grads
+        assert hook.output_index is not None
+        return tuple(
+            _array(grad_outputs[i], like) for i, like in zip(hook.output_index, self._meta)
+        )
+
+
+class _InputsNode(BackwardHookFunctionBackward):
+    """Reached when every gradient with respect to the inputs is known: the full hooks see
+    grad_input (zeros where no gradient arrived, B-7, B-18) and may replace it."""
+
+    __slots__ = ()
+
+    def backward_multi(self, grads: list[np.ndarray | None]) -> Sequence[np.ndarray | None]:
+        for i, g in enumerate(grads):
             if g is None:
                 shape, dtype = self._meta[i]
                 grads[i] = np.zeros(shape, dtype=dtype)
-        return self._hook._on_input_grads(grads)  # type: ignore[arg-type]
+        hook = self._hook
+        grad_outputs = hook.grad_outputs
+        if grad_outputs is None or not hook.user_hooks:
+            return grads
+        hook.grad_outputs = None
+        assert hook.input_index is not None
+        if hook.n_inputs == 1:
+            packed = grad_inputs = (_wrap(grads[0]),)
+        else:
+            packed = grad_inputs = _packed(hook.input_index, hook.n_inputs, grads)
+        module = hook.module
+        for full_hook in hook.user_hooks:
+            result = full_hook(module, grad_inputs, grad_outputs)
+            if result is not None:
+                grad_inputs = _checked_count(result, grad_inputs, "Backward hook", "grad_input")
+        if grad_inputs is packed:
+            return grads
+        return tuple(
+            _array(grad_inputs[i], (g.shape, g.dtype))  # type: ignore[union-attr]
+            for i, g in zip(hook.input_index, grads)
+        )
+
+
+_NODES = (_InputsNode, _OutputsNode)  # indexed by is_output
 
 
 def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]]) -> np.ndarray | None:
@@ -105,7 +171,8 @@ class BackwardHook:
 
     Forward wraps the call's tensor inputs and outputs through one identity node each
     (``setup_input_hook``/``setup_output_hook``); backward reaches the output node first
-    (pre-hooks, remember grad_output), then the input node (full hooks). The one-tensor case
+    (pre-hooks, remember grad_output: ``_OutputsNode``), then the input node (full hooks:
+    ``_InputsNode``). The one-tensor case
     is spelled out because it is nearly every module call.
     """
 
@@ -140,8 +207,8 @@ class BackwardHook:
 
     # -- forward time --------------------------------------------------------------------------
     def setup_input_hook(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        self.n_inputs = len(args)
-        if len(args) == 1:
+        n = self.n_inputs = len(args)
+        if n == 1:
             t = args[0]
             if isinstance(t, Tensor) and t._requires_grad and grad_state.enabled:
                 self.input_index = _ONLY_FIRST
@@ -180,14 +247,13 @@ class BackwardHook:
         """
         d = t._data
         fn = t.grad_fn
-        node = _new_node(BackwardHookFunctionBackward)
+        node = _new_node(_NODES[is_output])
         node._next = ((fn, t._output_nr) if fn is not None else edge(t),)
         node._seq = next_sequence_nr()
         node._hooks = None
         node._versions = ()
         node._freed = False
         node._hook = self
-        node._is_output = is_output
         node._meta = [(d.shape, d.dtype)]
         node._n_out = 1
         out = _new_tensor(Tensor)
@@ -220,38 +286,13 @@ class BackwardHook:
                 needed = needed or v._requires_grad
         if not needed:
             return values, None
-        node = BackwardHookFunctionBackward(tuple(edges), self, is_output, meta)
+        node = _NODES[is_output](tuple(edges), self, meta)
         replaced = list(values)
         for nr, i in enumerate(index):
             replaced[i] = _identity_view(values[i], node, nr)
         return tuple(replaced), index
 
     # -- backward time -------------------------------------------------------------------------
-    def _on_output_grads(
-        self, grads: list[np.ndarray | None], meta: list[Any]
-    ) -> Sequence[np.ndarray | None]:
-        """Pre-hooks may replace grad_output; with no input needing grad, full hooks fire here."""
-        assert self.output_index is not None
-        if self.n_outputs == 1:
-            g = grads[0]
-            packed = grad_outputs = (None if g is None else _wrap(g),)
-        else:
-            packed = grad_outputs = _packed(self.output_index, self.n_outputs, grads)
-        if self.user_pre_hooks:
-            module = self.module
-            for hook in self.user_pre_hooks:
-                result = hook(module, grad_outputs)
-                if result is not None:
-                    grad_outputs = _checked_count(
-                        result, grad_outputs, "Backward pre hook", "grad_output"
-                    )
-        self.grad_outputs = grad_outputs
-        if self.input_index is None:
-            self._fire_without_input_grads(grad_outputs)
-        if grad_outputs is packed:
-            return grads
-        return tuple(_array(grad_outputs[i], like) for i, like in zip(self.output_index, meta))
-
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
         if self.warns:  # at the backward() call
             task = current_graph_task()
@@ -268,28 +309,6 @@ class BackwardHook:
                     "return None or None for all gradients."
                 )
         self.grad_outputs = None
-
-    def _on_input_grads(self, grads: list[np.ndarray]) -> Sequence[np.ndarray | None]:
-        """Full hooks see grad_input (zeros where no gradient arrived) and may replace it."""
-        grad_outputs = self.grad_outputs
-        if grad_outputs is None or not self.user_hooks:
-            return grads
-        self.grad_outputs = None
-        assert self.input_index is not None
-        if self.n_inputs == 1:
-            packed = grad_inputs = (_wrap(grads[0]),)  # never None: filled with zeros
-        else:
-            packed = grad_inputs = _packed(self.input_index, self.n_inputs, grads)
-        module = self.module
-        for hook in self.user_hooks:
-            result = hook(module, grad_inputs, grad_outputs)
-            if result is not None:
-                grad_inputs = _checked_count(result, grad_inputs, "Backward hook", "grad_input")
-        if grad_inputs is packed:
-            return grads
-        return tuple(
-            _array(grad_inputs[i], (g.shape, g.dtype)) for i, g in zip(self.input_index, grads)
-        )
 
 
 # The index list of a call with exactly one tensor: shared, never mutated.
