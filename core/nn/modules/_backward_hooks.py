@@ -41,17 +41,22 @@ _NO_INPUT_GRAD_WARNING = (
 class BackwardHookFunctionBackward(Node):
     """Identity over a module's tensors; its backward is where the module hooks run.
 
-    One subclass per side of the call, each running its side's hooks in its own
-    ``backward_multi`` (one frame less per node than dispatching on a flag); both show torch's
-    name.
+    The output node is reached first: pre-hooks may replace grad_output, which is kept for
+    the full hooks (fired there when no input needs grad, B-9). The input node is reached
+    when every gradient with respect to the inputs is known: the full hooks see grad_input
+    (zeros where no gradient arrived, B-7, B-18) and may replace it. Both sides are spelled
+    out in ``backward_multi``, one frame less per node than a call into the BackwardHook;
+    and both are one class, so the engine's calls of ``backward_multi`` see a single type.
     """
 
-    __slots__ = ("_hook", "_meta", "_n_out")
+    __slots__ = ("_hook", "_is_output", "_meta", "_n_out")
     _materialize = True
     _outputs_are_views = True
     _plain_identity = True
 
-    def __init__(self, edges: tuple[Any, ...], hook: BackwardHook, meta: list[Any]) -> None:
+    def __init__(
+        self, edges: tuple[Any, ...], hook: BackwardHook, is_output: bool, meta: list[Any]
+    ) -> None:
         # One constructor instead of Node.__init__ plus attribute writes: built every call.
         self._next = edges
         self._seq = next_sequence_nr()
@@ -59,65 +64,36 @@ class BackwardHookFunctionBackward(Node):
         self._versions = ()
         self._freed = False
         self._hook = hook
+        self._is_output = is_output
         self._meta = meta
         self._n_out = len(meta)
 
-    def name(self) -> str:
-        return "BackwardHookFunctionBackward"
-
-
-class _OutputsNode(BackwardHookFunctionBackward):
-    """Reached first: pre-hooks may replace grad_output; it is kept for the full hooks, which
-    fire here when no input needs grad (B-9)."""
-
-    __slots__ = ()
-
     def backward_multi(self, grads: list[np.ndarray | None]) -> Sequence[np.ndarray | None]:
         hook = self._hook
-        if hook.n_outputs == 1:
-            g = grads[0]
-            packed = grad_outputs = (None if g is None else _wrap(g),)
-        else:
-            assert hook.output_index is not None
-            packed = grad_outputs = _packed(hook.output_index, hook.n_outputs, grads)
-        if hook.user_pre_hooks:
-            module = hook.module
-            for pre_hook in hook.user_pre_hooks:
-                result = pre_hook(module, grad_outputs)
-                if result is not None:
-                    grad_outputs = _checked_count(
-                        result, grad_outputs, "Backward pre hook", "grad_output"
-                    )
-        hook.grad_outputs = grad_outputs
-        if hook.input_index is None:
-            hook._fire_without_input_grads(grad_outputs)
-        if grad_outputs is packed:
-            return grads
-        assert hook.output_index is not None
-        return tuple(
-            _array(grad_outputs[i], like) for i, like in zip(hook.output_index, self._meta)
-        )
-
-
-class _InputsNode(BackwardHookFunctionBackward):
-    """Reached when every gradient with respect to the inputs is known: the full hooks see
-    grad_input (zeros where no gradient arrived, B-7, B-18) and may replace it."""
-
-    __slots__ = ()
-
-    def backward_multi(self, grads: list[np.ndarray | None]) -> Sequence[np.ndarray | None]:
+        if self._is_output:
+            if hook.n_outputs == 1:
+                g = grads[0]
+                packed = grad_outputs = (None if g is None else _wrap(g),)
+            else:
+                packed = grad_outputs = _packed(hook.output_index, hook.n_outputs, grads)
+            if hook.user_pre_hooks:
+                grad_outputs = hook._run_pre_hooks(grad_outputs)
+            hook.grad_outputs = grad_outputs
+            if hook.input_index is None:
+                hook._fire_without_input_grads(grad_outputs)
+            if grad_outputs is packed:
+                return grads
+            return _replacements(grad_outputs, hook.output_index, self._meta)
         for i, g in enumerate(grads):
             if g is None:
                 shape, dtype = self._meta[i]
                 grads[i] = np.zeros(shape, dtype=dtype)
-        hook = self._hook
         grad_outputs = hook.grad_outputs
         if grad_outputs is None or not hook.user_hooks:
             return grads
         hook.grad_outputs = None
-        assert hook.input_index is not None
         if hook.n_inputs == 1:
-            packed = grad_inputs = (_wrap(grads[0]),)
+            packed = grad_inputs = (_wrap(grads[0]),)  # type: ignore[arg-type]
         else:
             packed = grad_inputs = _packed(hook.input_index, hook.n_inputs, grads)
         module = hook.module
@@ -127,13 +103,8 @@ class _InputsNode(BackwardHookFunctionBackward):
                 grad_inputs = _checked_count(result, grad_inputs, "Backward hook", "grad_input")
         if grad_inputs is packed:
             return grads
-        return tuple(
-            _array(grad_inputs[i], (g.shape, g.dtype))  # type: ignore[union-attr]
-            for i, g in zip(hook.input_index, grads)
-        )
-
-
-_NODES = (_InputsNode, _OutputsNode)  # indexed by is_output
+        arrived = [(g.shape, g.dtype) for g in grads]  # type: ignore[union-attr]
+        return _replacements(grad_inputs, hook.input_index, arrived)
 
 
 def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]]) -> np.ndarray | None:
@@ -147,13 +118,25 @@ def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]]) -> np.ndarra
     return checked_hook_result("hook", value, *like)
 
 
-def _packed(index: list[int], size: int, grads: Sequence[np.ndarray | None]) -> tuple[Any, ...]:
+def _packed(
+    index: list[int] | None, size: int, grads: Sequence[np.ndarray | None]
+) -> tuple[Any, ...]:
     """Tensors at the tensor positions, None elsewhere (torch's ``_pack_with_none``)."""
+    assert index is not None
     packed: list[Any] = [None] * size
     for i, g in zip(index, grads):
         if g is not None:
             packed[i] = _wrap(g)
     return tuple(packed)
+
+
+def _replacements(
+    replaced: tuple[Any, ...], index: list[int] | None, meta: list[Any]
+) -> tuple[np.ndarray | None, ...]:
+    """The arrays of the gradients hooks returned at the tensor positions ``index``, each
+    checked against the shape and dtype in ``meta``."""
+    assert index is not None
+    return tuple(_array(replaced[i], like) for i, like in zip(index, meta))
 
 
 def _checked_count(result: Any, current: tuple[Any, ...], who: str, what: str) -> Any:
@@ -171,8 +154,7 @@ class BackwardHook:
 
     Forward wraps the call's tensor inputs and outputs through one identity node each
     (``setup_input_hook``/``setup_output_hook``); backward reaches the output node first
-    (pre-hooks, remember grad_output: ``_OutputsNode``), then the input node (full hooks:
-    ``_InputsNode``). The one-tensor case
+    (pre-hooks, remember grad_output), then the input node (full hooks). The one-tensor case
     is spelled out because it is nearly every module call.
     """
 
@@ -247,13 +229,14 @@ class BackwardHook:
         """
         d = t._data
         fn = t.grad_fn
-        node = _new_node(_NODES[is_output])
+        node = _new_node(BackwardHookFunctionBackward)
         node._next = ((fn, t._output_nr) if fn is not None else edge(t),)
         node._seq = next_sequence_nr()
         node._hooks = None
         node._versions = ()
         node._freed = False
         node._hook = self
+        node._is_output = is_output
         node._meta = [(d.shape, d.dtype)]
         node._n_out = 1
         out = _new_tensor(Tensor)
@@ -286,13 +269,24 @@ class BackwardHook:
                 needed = needed or v._requires_grad
         if not needed:
             return values, None
-        node = _NODES[is_output](tuple(edges), self, meta)
+        node = BackwardHookFunctionBackward(tuple(edges), self, is_output, meta)
         replaced = list(values)
         for nr, i in enumerate(index):
             replaced[i] = _identity_view(values[i], node, nr)
         return tuple(replaced), index
 
-    # -- backward time -------------------------------------------------------------------------
+    # -- backward time (called from BackwardHookFunctionBackward.backward_multi) -----------------
+    def _run_pre_hooks(self, grad_outputs: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Each pre-hook may replace grad_output for the next one."""
+        module = self.module
+        for hook in self.user_pre_hooks:
+            result = hook(module, grad_outputs)
+            if result is not None:
+                grad_outputs = _checked_count(
+                    result, grad_outputs, "Backward pre hook", "grad_output"
+                )
+        return grad_outputs
+
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
         if self.warns:  # at the backward() call
             task = current_graph_task()
