@@ -191,22 +191,39 @@ class _CallRecord:
     def __call__(
         self, module: Any, grads: tuple[Any, ...], grad_output: Any = _PRE_HOOK_CALL
     ) -> tuple[Any, ...] | None:
+        """The engine's call: ``(module, grad_output)`` as the backward pre-hook,
+        ``(module, grad_input, grad_output)`` as the full hook. ``listeners`` inlined: this
+        runs twice per module call."""
         if self.thread != current_thread():  # empty, or filled by another thread's call
             return None
-        if grad_output is _PRE_HOOK_CALL:  # (module, grad_output)
-            return self.bridge._dispatch_backward_pre(self, grads)
-        return self.bridge._dispatch_full_backward(self, grads, grad_output)
+        bridge = self.bridge
+        if self.generation != bridge._generation:  # listeners changed since forward
+            self.selection = bridge._select(self.module_name, self.module_type)
+            self.generation = bridge._generation
+        if grad_output is _PRE_HOOK_CALL:
+            listeners = self.selection[2]
+            return bridge._dispatch_backward_pre(self, listeners, grads) if listeners else None
+        listeners = self.selection[3]
+        if not listeners:
+            return None
+        return bridge._dispatch_full_backward(self, listeners, grads, grad_output)
 
     # ModuleCall (hookgrad.engines): how an engine installing the hooks itself calls it. The
     # engine routes each call's gradients to its own record, in whatever thread runs backward
     # (torch runs CUDA backward on worker threads), so no thread is checked here.
     def backward_pre(self, grad_output: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        return self.bridge._dispatch_backward_pre(self, grad_output)
+        listeners = self.listeners(2)
+        if not listeners:
+            return None
+        return self.bridge._dispatch_backward_pre(self, listeners, grad_output)
 
     def full_backward(
         self, grad_input: tuple[Any, ...], grad_output: tuple[Any, ...]
     ) -> tuple[Any, ...] | None:
-        return self.bridge._dispatch_full_backward(self, grad_input, grad_output)
+        listeners = self.listeners(3)
+        if not listeners:
+            return None
+        return self.bridge._dispatch_full_backward(self, listeners, grad_input, grad_output)
 
 
 class _Thread:
@@ -649,11 +666,12 @@ class HookBridge:
         return None if final is event else final.__dict__["output"]  # as returned
 
     def _dispatch_backward_pre(
-        self, record: _CallRecord, grad_output: tuple[Any, ...]
+        self,
+        record: _CallRecord,
+        listeners: tuple[_Listener, ...],
+        grad_output: tuple[Any, ...],
     ) -> tuple[Any, ...] | None:
-        listeners = record.listeners(2)
-        if not listeners:
-            return None
+        """``hookgrad_backward_pre`` to ``listeners``: the replacement grad_output, or None."""
         event = BackwardPreEvent.trusted(
             {
                 "module_name": record.module_name,
@@ -670,12 +688,11 @@ class HookBridge:
     def _dispatch_full_backward(
         self,
         record: _CallRecord,
+        listeners: tuple[_Listener, ...],
         grad_input: tuple[Any, ...],
         grad_output: tuple[Any, ...],
     ) -> tuple[Any, ...] | None:
-        listeners = record.listeners(3)
-        if not listeners:
-            return None
+        """``hookgrad_full_backward`` to ``listeners``: the replacement grad_input, or None."""
         event = FullBackwardEvent.trusted(
             {
                 "module_name": record.module_name,

@@ -77,7 +77,13 @@ class BackwardHookFunctionBackward(Node):
             else:
                 packed = grad_outputs = _packed(hook.output_index, hook.n_outputs, grads)
             if hook.user_pre_hooks:
-                grad_outputs = hook._run_pre_hooks(grad_outputs)
+                module = hook.module
+                for pre_hook in hook.user_pre_hooks:
+                    result = pre_hook(module, grad_outputs)
+                    if result is not None:
+                        grad_outputs = _checked_count(
+                            result, grad_outputs, "Backward pre hook", "grad_output"
+                        )
             hook.grad_outputs = grad_outputs
             if hook.input_index is None:
                 hook._fire_without_input_grads(grad_outputs)
@@ -275,18 +281,7 @@ class BackwardHook:
             replaced[i] = _identity_view(values[i], node, nr)
         return tuple(replaced), index
 
-    # -- backward time (called from BackwardHookFunctionBackward.backward_multi) -----------------
-    def _run_pre_hooks(self, grad_outputs: tuple[Any, ...]) -> tuple[Any, ...]:
-        """Each pre-hook may replace grad_output for the next one."""
-        module = self.module
-        for hook in self.user_pre_hooks:
-            result = hook(module, grad_outputs)
-            if result is not None:
-                grad_outputs = _checked_count(
-                    result, grad_outputs, "Backward pre hook", "grad_output"
-                )
-        return grad_outputs
-
+    # -- backward time -------------------------------------------------------------------------
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
         if self.warns:  # at the backward() call
             task = current_graph_task()
