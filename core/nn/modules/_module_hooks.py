@@ -297,10 +297,10 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     own, the owner runs the call (``_global_hooks``' module docstring).
     """
     g = GLOBAL_HOOKS
-    owner = g.sole_owner
-    if owner is not None and not module._hooks_maybe:
-        return owner.module_call(module, args, kwargs)
     if g.complex or module._hooks_complex:
+        owner = g.sole_owner  # only ever set with a complex global hook
+        if owner is not None and not module._hooks_maybe:
+            return owner.module_call(module, args, kwargs)
         if g.backward_only and not module._hooks_maybe:  # global full/pre hooks, nothing else
             full, _, pre, user = g.backward_lists or g.build_backward_lists()
             bw_hook = BackwardHook(module, full, pre, user)  # _backward_hooked_call, inline
