@@ -12,8 +12,9 @@ generic node hooks, so gradients are wrapped into Tensors once per module call.
 
 from __future__ import annotations
 
-import warnings
+import sys
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -218,11 +219,11 @@ class BackwardHook:
             self.n_outputs = len(result)
             wrapped, self.output_index = self._wrap_tensors(result, True)
             return wrapped
-        warnings.warn(
+        warn_at_frame(
             "For backward hooks to be called, module output should be a Tensor or a tuple of "
             f"Tensors but received {type(result)}",
             UserWarning,
-            stacklevel=5,  # Module._call_impl, as torch's points into its module.py
+            _module_call_frame,  # as torch's points into its module.py
         )
         return result
 
@@ -298,6 +299,18 @@ class BackwardHook:
                     "return None or None for all gradients."
                 )
         self.grad_outputs = None
+
+
+def _module_call_frame() -> FrameType | None:
+    """The frame of the innermost ``Module._call_impl`` running: the module call, however
+    many of hookgrad's frames the call path has put below it."""
+    from .module import Module  # module.py imports this module
+
+    code = Module._call_impl.__code__
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not code:
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame
 
 
 # The index list of a call with exactly one tensor: shared, never mutated.
