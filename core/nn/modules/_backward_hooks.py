@@ -95,8 +95,8 @@ class BackwardHookFunctionBackward(Node):
             if g is None:
                 shape, dtype = self._meta[i]
                 grads[i] = np.zeros(shape, dtype=dtype)
-        grad_outputs = hook.grad_outputs
-        if grad_outputs is None or not hook.user_hooks:
+        kept = hook.grad_outputs  # grad_output, kept by the output node
+        if kept is None or not hook.user_hooks:
             return grads
         hook.grad_outputs = None
         if hook.n_inputs == 1:
@@ -105,7 +105,7 @@ class BackwardHookFunctionBackward(Node):
             packed = grad_inputs = _packed(hook.input_index, hook.n_inputs, grads)
         module = hook.module
         for full_hook in hook.user_hooks:
-            result = full_hook(module, grad_inputs, grad_outputs)
+            result = full_hook(module, grad_inputs, kept)
             if result is not None:
                 grad_inputs = _checked_count(result, grad_inputs, "Backward hook", "grad_input")
         if grad_inputs is packed:
