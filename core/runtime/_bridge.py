@@ -533,6 +533,7 @@ class HookBridge:
         name, index = calls.enter(module)
         module_type = type(module).__name__
         selection = self._selections.get((name, module_type)) or self._select(name, module_type)
+        generation = self._generation
         wants_pre, wants_full = thread.wants
         try:
             listeners = selection[0]
@@ -546,7 +547,7 @@ class HookBridge:
             if wants_pre or wants_full:
                 hooks = (
                     _CallRecord(
-                        self, thread.ident, name, module_type, index, selection, self._generation
+                        self, thread.ident, name, module_type, index, selection, generation
                     ),
                 )
                 bw_hook = BackwardHook(
@@ -557,9 +558,16 @@ class HookBridge:
         except Exception:
             calls.exit(module)  # the forward hook's always_call run after a failure
             raise
-        replaced = self._call_ended(thread, module, args, kwargs, output)
-        if replaced is not None:
-            output = replaced
+        ended = calls.exit(module)
+        if ended is not None:  # the innermost call of the module: this one
+            if self._generation != generation:  # listeners changed during forward
+                selection = self._select(name, module_type)
+            if selection[1]:
+                replaced = self._dispatch_forward(
+                    selection[1], name, module_type, index, args, kwargs, output
+                )
+                if replaced is not None:
+                    output = replaced
         return output if bw_hook is None else bw_hook.setup_output_hook(output)
 
     # ------------------------------------------------------------------ global hooks
@@ -629,18 +637,6 @@ class HookBridge:
             thread.calls.exit(module)
             return None
         kwargs, output = rest
-        return self._call_ended(thread, module, args, kwargs, output)
-
-    def _call_ended(
-        self,
-        thread: _Thread,
-        module: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        output: Any,
-    ) -> Any:
-        """A module call returned: ``hookgrad_forward`` to its listeners; the replacement
-        output, or None."""
         ended = thread.calls.exit(module)
         if ended is None:
             return None
@@ -650,6 +646,19 @@ class HookBridge:
         listeners = selection[1]
         if not listeners:
             return None
+        return self._dispatch_forward(listeners, name, module_type, index, args, kwargs, output)
+
+    def _dispatch_forward(
+        self,
+        listeners: tuple[_Listener, ...],
+        name: str,
+        module_type: str,
+        index: int,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        output: Any,
+    ) -> Any:
+        """``hookgrad_forward`` to ``listeners``: the replacement output, or None."""
         event = ForwardEvent.trusted(
             {
                 "module_name": name,
