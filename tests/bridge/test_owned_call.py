@@ -132,3 +132,39 @@ def test_another_threads_calls_get_no_events_on_either_path(pm, make_bridge):
         return list(recorder.events)
 
     assert _on_both_paths(program) == ([], [])
+
+
+def test_a_listener_added_during_forward_hears_the_rest_of_the_call(pm, make_bridge):
+    """A plugin registered from a forward pre-hook hears the events still to come, the outer
+    call's forward and backward events included, as on the general path."""
+    bridge = make_bridge()
+    late = Recorder()
+
+    class AddsALateListener:
+        @hookimpl
+        def hookgrad_forward_pre(self, event: Any) -> None:
+            if event.module_name == "" and not pm.is_registered(late):
+                pm.register(late, name="late")
+                bridge.refresh()
+
+    adder = AddsALateListener()
+    pm.register(adder, name="adder")
+    bridge.refresh()
+    model = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
+
+    def program() -> list[tuple[str, str, int, str]]:
+        late.events.clear()
+        model(hookgrad.ones(1, 2)).sum().backward()
+        pm.unregister(late)
+        bridge.refresh()
+        return list(late.events)
+
+    owned, general = _on_both_paths(program)
+    assert owned == general
+    assert owned[-4:] == [
+        ("backward_pre", "1", 0, "Tanh"),
+        ("backward", "1", 0, "Tanh"),
+        ("backward_pre", "0", 0, "Linear"),
+        ("backward", "0", 0, "Linear"),
+    ]
+    assert ("forward", "", 0, "Sequential") in owned
