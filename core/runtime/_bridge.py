@@ -75,7 +75,7 @@ from ..hookspecs import (
     PluginConfig,
     call_order,
 )
-from ..nn.modules._backward_hooks import BackwardHook
+from ..nn.modules._backward_hooks import hook_inputs
 from ..nn.modules._global_hooks import (
     GLOBAL_HOOKS,
     GlobalHookTable,
@@ -550,10 +550,9 @@ class HookBridge:
                         self, thread.ident, name, module_type, index, selection, generation
                     ),
                 )
-                bw_hook = BackwardHook(
-                    module, hooks if wants_full else (), hooks if wants_pre else (), False
+                bw_hook, args = hook_inputs(
+                    module, hooks if wants_full else (), hooks if wants_pre else (), False, args
                 )
-                args = bw_hook.setup_input_hook(args)
             output = module.forward(*args, **kwargs)
         except Exception:
             calls.exit(module)  # the forward hook's always_call run after a failure

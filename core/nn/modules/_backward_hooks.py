@@ -27,7 +27,7 @@ from ...autograd._hook_calls import checked_hook_result
 from ...autograd.graph import Node, next_sequence_nr
 from ...utils._warnings import warn_at_frame
 
-__all__ = ["BackwardHook", "BackwardHookFunctionBackward"]
+__all__ = ["BackwardHook", "BackwardHookFunctionBackward", "hook_inputs"]
 
 Hook = Callable[..., Any]
 
@@ -160,9 +160,10 @@ class BackwardHook:
     """The backward hooks of one module call, captured when the call happened (B-19).
 
     Forward wraps the call's tensor inputs and outputs through one identity node each
-    (``setup_input_hook``/``setup_output_hook``); backward reaches the output node first
-    (pre-hooks, remember grad_output), then the input node (full hooks). The one-tensor case
-    is spelled out because it is nearly every module call.
+    (:func:`hook_inputs` makes the BackwardHook and wraps the inputs, ``setup_output_hook``
+    wraps the output); backward reaches the output node first (pre-hooks, remember
+    grad_output), then the input node (full hooks). The one-tensor case is spelled out
+    because it is nearly every module call.
     """
 
     __slots__ = (
@@ -177,34 +178,17 @@ class BackwardHook:
         "warns",
     )
 
-    def __init__(
-        self,
-        module: Any,
-        user_hooks: Sequence[Hook],
-        user_pre_hooks: Sequence[Hook],
-        warns: bool = True,
-    ) -> None:
-        self.module = module
-        self.user_hooks = user_hooks
-        self.user_pre_hooks = user_pre_hooks
-        # False when every hook is hookgrad's own (the plugin runtime's): B-9's warning is
-        # torch's word to the user about the user's hooks.
-        self.warns = warns
-        self.grad_outputs: tuple[Any, ...] | None = None
-        self.input_index: list[int] | None = None
-        self.output_index: list[int] | None = None
+    grad_outputs: tuple[Any, ...] | None
+    input_index: list[int] | None
+    module: Any
+    n_inputs: int
+    n_outputs: int
+    output_index: list[int] | None
+    user_hooks: Sequence[Hook]
+    user_pre_hooks: Sequence[Hook]
+    warns: bool
 
     # -- forward time --------------------------------------------------------------------------
-    def setup_input_hook(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        n = self.n_inputs = len(args)
-        if n == 1:
-            t = args[0]
-            if isinstance(t, Tensor) and t._requires_grad and grad_state.enabled:
-                self.input_index = _ONLY_FIRST
-                return (self._wrap_one(t, False),)
-            return args
-        wrapped, self.input_index = self._wrap_tensors(args, False)
-        return wrapped
 
     def setup_output_hook(self, result: Any) -> Any:
         """The module's output routed through the output node; anything but a Tensor or a
@@ -311,6 +295,37 @@ def _module_call_frame() -> FrameType | None:
     while frame is not None and frame.f_code is not code:
         frame = frame.f_back  # type: ignore[assignment]
     return frame
+
+
+def hook_inputs(
+    module: Any,
+    user_hooks: Sequence[Hook],
+    user_pre_hooks: Sequence[Hook],
+    warns: bool,
+    args: tuple[Any, ...],
+) -> tuple[BackwardHook, tuple[Any, ...]]:
+    """The BackwardHook of one module call and the call's args routed through its input node.
+
+    One function in place of a constructor and a setup method: it runs once per hooked
+    module call. ``warns`` is False when every hook is hookgrad's own (the plugin runtime's):
+    B-9's warning is torch's word to the user about the user's hooks.
+    """
+    hook: BackwardHook = _new_node(BackwardHook)
+    hook.module = module
+    hook.user_hooks = user_hooks
+    hook.user_pre_hooks = user_pre_hooks
+    hook.warns = warns
+    hook.grad_outputs = hook.output_index = None
+    n = hook.n_inputs = len(args)
+    if n == 1:
+        t = args[0]
+        if isinstance(t, Tensor) and t._requires_grad and grad_state.enabled:
+            hook.input_index = _ONLY_FIRST
+            return hook, (hook._wrap_one(t, False),)
+        hook.input_index = None
+        return hook, args
+    wrapped, hook.input_index = hook._wrap_tensors(args, False)
+    return hook, wrapped
 
 
 # The index list of a call with exactly one tensor: shared, never mutated.
