@@ -4,7 +4,10 @@ Columns per workload (S and D by default): the bare engine, then the same engine
 (a) a no-op global full backward hook, (b) no-op global forward and forward pre-hooks,
 (c) a no-op tensor hook on every parameter. Each hooked column trains its own copy of the
 model from the same weights; global hooks are registered only while their column's blocks run.
-Targets (hooks issue): hookgrad (a) <= 1.3x on S and <= 1.5x on D, (b) and (c) <= 1.05x.
+Warnings run under the default filters: with (a), both engines warn twice per step that a
+module's inputs need no grad (SEMANTICS B-9), and that cost counts.
+Targets: hookgrad (a) <= 1.25x on S and <= 1.3x on D (pipeline-speed issue), (b) and (c)
+<= 1.05x (hooks issue).
 
     python benchmarks/hook_overhead.py --workloads S,D --seconds 10
 """
@@ -24,7 +27,7 @@ from _workloads import Workload, build_model, framework_trainer, make_problem
 VARIANTS = ("bwd_hook", "fwd_hooks", "tensor_hooks")
 # variant -> {workload: the hooked/unhooked ratio hookgrad must stay below}
 TARGETS = {
-    "bwd_hook": {"S": 1.3, "D": 1.5},
+    "bwd_hook": {"S": 1.25, "D": 1.3},
     "fwd_hooks": {"S": 1.05, "D": 1.05},
     "tensor_hooks": {"S": 1.05, "D": 1.05},
 }
@@ -90,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     report = OverheadReport(
         "Hooked / unhooked step time",
         lambda engines: ["workload", "hooks", *(f"{e} ratio" for e in engines)],
-        "Targets (hooks issue)",
+        "Targets (hooks and pipeline-speed issues)",
         ["workload", "hooks", "target", "hookgrad", "verdict"],
     )
     return overhead_main(argv, __doc__.split("\n\n")[0], _columns, _rows, report)

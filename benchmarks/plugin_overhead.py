@@ -6,8 +6,9 @@ hookgrad with one no-op plugin implementing the four module hookspecs on every m
 (``noop_plugin``: four global hooks, one payload per hook call); torch with a global full
 backward hook that calls one no-op pluggy implementation (``pluggy_bwd``, the reference of
 ``../shared/bench/baseline.md``). Each column trains its own copy of the model from the same
-weights; global hooks exist only while their column's blocks run. Targets (plugin runtime
-issue): ``bridge`` <= 1.02x everywhere, ``noop_plugin`` <= 1.5x on S.
+weights; global hooks exist only while their column's blocks run. Warnings run under the
+default filters. Targets: ``bridge`` <= 1.02x everywhere (plugin runtime issue),
+``noop_plugin`` <= 1.5x on S and <= 1.6x on D (pipeline-speed issue).
 
     python benchmarks/plugin_overhead.py --workloads S,D --seconds 10
 """
@@ -29,7 +30,7 @@ from hookgrad.runtime._bridge import HookBridge
 # (engine, variant) -> {workload: the ratio to the bare engine it must stay below}
 TARGETS = {
     ("hookgrad", "bridge"): {"S": 1.02, "D": 1.02},
-    ("hookgrad", "noop_plugin"): {"S": 1.5},
+    ("hookgrad", "noop_plugin"): {"S": 1.5, "D": 1.6},
 }
 COLUMNS = (("hookgrad", "bridge"), ("hookgrad", "noop_plugin"), ("torch", "pluggy_bwd"))
 
@@ -88,7 +89,10 @@ BENCH = VariantBench(COLUMNS, _around, TARGETS)
 
 def main(argv: list[str] | None = None) -> int:
     return BENCH.main(
-        argv, __doc__.split("\n\n")[0], "Hooked / bare step time", "Targets (plugin runtime issue)"
+        argv,
+        __doc__.split("\n\n")[0],
+        "Hooked / bare step time",
+        "Targets (plugin runtime and pipeline-speed issues)",
     )
 
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import sys
 import threading
 from collections.abc import Sequence
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,6 +28,7 @@ import numpy as np
 from .._dtype import scalar_type_name
 from .._grad_mode import _state as _grad_state
 from .._tensor import _wrap
+from ..utils._warnings import first_frame_outside_hookgrad
 from . import _hook_calls
 from .graph import AccumulateGrad, Node
 
@@ -64,7 +67,16 @@ def current_graph_task() -> _GraphTask | None:
 class _GraphTask:
     """State of one backward call: buffers, dependency counts, captured gradients."""
 
-    __slots__ = ("buffers", "captures", "deps", "id", "needed", "owned", "retain_graph")
+    __slots__ = (
+        "_caller",
+        "buffers",
+        "captures",
+        "deps",
+        "id",
+        "needed",
+        "owned",
+        "retain_graph",
+    )
 
     _ids = itertools.count()
 
@@ -82,6 +94,21 @@ class _GraphTask:
         self.owned: dict[int, np.ndarray] = {}
         self.needed: set[Node] | None = None
         self.captures: dict[Edge, np.ndarray | None] | None = None
+        self._caller: tuple[FrameType | None] | None = None  # (user frame,) once looked up
+
+    def user_frame(self) -> FrameType | None:
+        """The first frame outside hookgrad above this backward call (the user's
+        ``loss.backward()``), where the engine's own warnings point.
+
+        Found from the caller's frame at the first request, then kept for the rest of the
+        call: a module call's warning (B-9) may come twice per backward, and the walk is most
+        of its cost. Only for requests from the engine's own frames (no user code between the
+        request and this backward call), for which every such walk ends at the same frame.
+        """
+        caller = self._caller
+        if caller is None:
+            caller = self._caller = (first_frame_outside_hookgrad(sys._getframe(1)),)
+        return caller[0]
 
 
 def run_backward(

@@ -50,6 +50,10 @@ calls miss its backward events (never a wrong name). A record runs only in the t
 bound it: one captured by another thread's call (every entry is in every call's snapshot)
 does nothing there. Swapping a thread's records and building the engine's backward lists
 share one lock (``GLOBAL_HOOKS.replace_backward``), so no call captures a half-swapped table.
+
+While the bridge's hooks are the only global ones, the engine hands it each call of a module
+without hooks of its own (:meth:`HookBridge.module_call`, ``GLOBAL_HOOKS.sole_owner``): the
+same events from one frame, with the call's record made for it rather than swapped in.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ from ..hookspecs import (
     PluginConfig,
     call_order,
 )
+from ..nn.modules._backward_hooks import hook_inputs
 from ..nn.modules._global_hooks import (
     GLOBAL_HOOKS,
     GlobalHookTable,
@@ -79,6 +84,7 @@ from ..nn.modules._global_hooks import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
+from ..nn.modules._module_hooks import call_general
 from ..utils.hooks import RemovableHandle
 from ._failures import OnErrorLog, PluginFailures, PluginHookWarning
 from ._naming import CallStack, ModuleNamer
@@ -123,6 +129,9 @@ class _Listener:
         )
 
 
+# Stands for the missing third argument of a backward pre-hook call (module, grad_output).
+_PRE_HOOK_CALL: Final = object()
+
 # The listeners that select one module, per module hook, in MODULE_HOOKS order.
 _Selection = tuple[tuple[_Listener, ...], ...]
 
@@ -131,7 +140,8 @@ class _CallRecord:
     """One module call as its backward events name it (filled by the forward pre-hook).
 
     The same object sits in both backward tables (one allocation per call, no bound methods):
-    called with one gradient tuple it is the backward pre-hook, with two the full hook.
+    called with one gradient tuple it is the backward pre-hook, with two the full hook. Made
+    empty for the tables (filled by ``bind``) or filled at once (the owned call).
     """
 
     __slots__ = (
@@ -144,14 +154,23 @@ class _CallRecord:
         "thread",
     )
 
-    def __init__(self, bridge: HookBridge) -> None:
+    def __init__(
+        self,
+        bridge: HookBridge,
+        thread: int | None = None,
+        name: str = "",
+        module_type: str = "",
+        index: int = 0,
+        selection: _Selection = (),
+        generation: int = -1,
+    ) -> None:
         self.bridge = bridge
-        self.thread: int | None = None  # the thread whose call filled it; None: still empty
-        self.module_name = ""
-        self.module_type = ""
-        self.call_index = 0
-        self.selection: _Selection = ()
-        self.generation = -1
+        self.thread = thread  # the thread whose call filled it; None: still empty
+        self.module_name = name
+        self.module_type = module_type
+        self.call_index = index
+        self.selection = selection
+        self.generation = generation
 
     def bind(
         self, thread: int | None, name: str, module_type: str, index: int, selection: _Selection
@@ -169,23 +188,42 @@ class _CallRecord:
             self.generation = bridge._generation
         return self.selection[hook]
 
-    def __call__(self, module: Any, *grads: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def __call__(
+        self, module: Any, grads: tuple[Any, ...], grad_output: Any = _PRE_HOOK_CALL
+    ) -> tuple[Any, ...] | None:
+        """The engine's call: ``(module, grad_output)`` as the backward pre-hook,
+        ``(module, grad_input, grad_output)`` as the full hook. ``listeners`` inlined: this
+        runs twice per module call."""
         if self.thread != current_thread():  # empty, or filled by another thread's call
             return None
-        if len(grads) == 1:
-            return self.bridge._dispatch_backward_pre(self, grads[0])
-        return self.bridge._dispatch_full_backward(self, grads[0], grads[1])
+        bridge = self.bridge
+        if self.generation != bridge._generation:  # listeners changed since forward
+            self.selection = bridge._select(self.module_name, self.module_type)
+            self.generation = bridge._generation
+        if grad_output is _PRE_HOOK_CALL:
+            listeners = self.selection[2]
+            return bridge._dispatch_backward_pre(self, listeners, grads) if listeners else None
+        listeners = self.selection[3]
+        if not listeners:
+            return None
+        return bridge._dispatch_full_backward(self, listeners, grads, grad_output)
 
     # ModuleCall (hookgrad.engines): how an engine installing the hooks itself calls it. The
     # engine routes each call's gradients to its own record, in whatever thread runs backward
     # (torch runs CUDA backward on worker threads), so no thread is checked here.
     def backward_pre(self, grad_output: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        return self.bridge._dispatch_backward_pre(self, grad_output)
+        listeners = self.listeners(2)
+        if not listeners:
+            return None
+        return self.bridge._dispatch_backward_pre(self, listeners, grad_output)
 
     def full_backward(
         self, grad_input: tuple[Any, ...], grad_output: tuple[Any, ...]
     ) -> tuple[Any, ...] | None:
-        return self.bridge._dispatch_full_backward(self, grad_input, grad_output)
+        listeners = self.listeners(3)
+        if not listeners:
+            return None
+        return self.bridge._dispatch_full_backward(self, listeners, grad_input, grad_output)
 
 
 class _Thread:
@@ -193,10 +231,11 @@ class _Thread:
 
     ``calls`` are the thread's module calls in progress; ``record`` the record its next module
     call captures, sitting in the thread's own backward-table entries (``handles``, and as
-    (table, key) pairs in ``slots``). ``ident`` is None for the spare, not yet any thread's.
+    (table, key) pairs in ``slots``; ``wants`` says which of the two tables it is in).
+    ``ident`` is None for the spare, not yet any thread's.
     """
 
-    __slots__ = ("calls", "handles", "ident", "record", "slots")
+    __slots__ = ("calls", "handles", "ident", "record", "slots", "wants")
 
     def __init__(self, ident: int | None, calls: CallStack, record: _CallRecord) -> None:
         self.ident = ident
@@ -204,6 +243,8 @@ class _Thread:
         self.record = record
         self.handles: dict[str, RemovableHandle] = {}
         self.slots: tuple[tuple[GlobalHookTable, int], ...] = ()
+        # whether it has an entry in the backward pre-hook table, in the full hook table
+        self.wants = (False, False)
 
 
 class _EngineHooks:
@@ -444,11 +485,12 @@ class HookBridge:
         _sync(
             thread.handles,
             wanted,
-            lambda name: _BACKWARD_REGISTER[name](record, _internal=True),
+            lambda name: _BACKWARD_REGISTER[name](record, _internal=True, _owner=self),
         )
         thread.slots = tuple(
             (_BACKWARD_TABLES[name], handle.id) for name, handle in thread.handles.items()
         )
+        thread.wants = (BACKWARD_PRE in thread.handles, FULL_BACKWARD in thread.handles)
 
     def _listeners_of(self, hook: str) -> tuple[_Listener, ...]:
         listeners = []
@@ -465,8 +507,67 @@ class HookBridge:
 
     def _register(self, name: str) -> RemovableHandle:
         if name == FORWARD_PRE:
-            return register_module_forward_pre_hook_with_kwargs(self._forward_pre_hook)
-        return register_module_forward_hook(self._forward_hook, with_kwargs=True, always_call=True)
+            return register_module_forward_pre_hook_with_kwargs(self._forward_pre_hook, _owner=self)
+        return register_module_forward_hook(
+            self._forward_hook, with_kwargs=True, always_call=True, _owner=self
+        )
+
+    # ------------------------------------------------------------------ the owned call
+    def module_call(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One module call while the bridge's hooks are the only global ones and the module
+        has none of its own (``GLOBAL_HOOKS.sole_owner``): what the general path makes of the
+        bridge's four hooks, in one frame.
+
+        The general path captures the thread's record from the backward tables, has the
+        forward pre-hook fill it and swap in a fresh one (under the tables' lock), dispatches
+        through the always_call bookkeeping, and looks the thread up twice. Here the call's
+        record is made, filled and handed to its ``BackwardHook`` directly, which the
+        backward events cannot tell apart: the other entries of the tables are inert in this
+        call (another thread's, or empty). A call the bridge does not act for (another
+        thread; a thread ``threads="all"`` has not adopted yet) takes the general path.
+        """
+        thread = self._threads.get(current_thread())
+        if thread is None:
+            return call_general(module, args, kwargs)
+        calls = thread.calls
+        name, index = calls.enter(module)
+        module_type = type(module).__name__
+        selection = self._selections.get((name, module_type)) or self._select(name, module_type)
+        generation = self._generation
+        wants_pre, wants_full = thread.wants
+        try:
+            listeners = selection[0]
+            if listeners:
+                final = self._dispatch_forward_pre(
+                    listeners, name, module_type, index, args, kwargs
+                )
+                if final is not None:
+                    args = final
+            bw_hook = None
+            if wants_pre or wants_full:
+                hooks = (
+                    _CallRecord(
+                        self, thread.ident, name, module_type, index, selection, generation
+                    ),
+                )
+                bw_hook, args = hook_inputs(
+                    module, hooks if wants_full else (), hooks if wants_pre else (), False, args
+                )
+            output = module.forward(*args, **kwargs)
+        except Exception:
+            calls.exit(module)  # the forward hook's always_call run after a failure
+            raise
+        ended = calls.exit(module)
+        if ended is not None:  # the innermost call of the module: this one
+            if self._generation != generation:  # listeners changed during forward
+                selection = self._select(name, module_type)
+            if selection[1]:
+                replaced = self._dispatch_forward(
+                    selection[1], name, module_type, index, args, kwargs, output
+                )
+                if replaced is not None:
+                    output = replaced
+        return output if bw_hook is None else bw_hook.setup_output_hook(output)
 
     # ------------------------------------------------------------------ global hooks
     def _forward_pre_hook(
@@ -531,8 +632,12 @@ class HookBridge:
         thread = self._threads.get(current_thread())
         if thread is None:  # another thread's call
             return None
+        if len(rest) != 2:  # always_call after a failure: no output
+            thread.calls.exit(module)
+            return None
+        kwargs, output = rest
         ended = thread.calls.exit(module)
-        if ended is None or len(rest) != 2:  # len 1: always_call after a failure, no output
+        if ended is None:
             return None
         name, index = ended
         module_type = type(module).__name__
@@ -540,7 +645,19 @@ class HookBridge:
         listeners = selection[1]
         if not listeners:
             return None
-        kwargs, output = rest
+        return self._dispatch_forward(listeners, name, module_type, index, args, kwargs, output)
+
+    def _dispatch_forward(
+        self,
+        listeners: tuple[_Listener, ...],
+        name: str,
+        module_type: str,
+        index: int,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        output: Any,
+    ) -> Any:
+        """``hookgrad_forward`` to ``listeners``: the replacement output, or None."""
         event = ForwardEvent.trusted(
             {
                 "module_name": name,
@@ -557,11 +674,12 @@ class HookBridge:
         return None if final is event else final.__dict__["output"]  # as returned
 
     def _dispatch_backward_pre(
-        self, record: _CallRecord, grad_output: tuple[Any, ...]
+        self,
+        record: _CallRecord,
+        listeners: tuple[_Listener, ...],
+        grad_output: tuple[Any, ...],
     ) -> tuple[Any, ...] | None:
-        listeners = record.listeners(2)
-        if not listeners:
-            return None
+        """``hookgrad_backward_pre`` to ``listeners``: the replacement grad_output, or None."""
         event = BackwardPreEvent.trusted(
             {
                 "module_name": record.module_name,
@@ -578,12 +696,11 @@ class HookBridge:
     def _dispatch_full_backward(
         self,
         record: _CallRecord,
+        listeners: tuple[_Listener, ...],
         grad_input: tuple[Any, ...],
         grad_output: tuple[Any, ...],
     ) -> tuple[Any, ...] | None:
-        listeners = record.listeners(3)
-        if not listeners:
-            return None
+        """``hookgrad_full_backward`` to ``listeners``: the replacement grad_input, or None."""
         event = FullBackwardEvent.trusted(
             {
                 "module_name": record.module_name,

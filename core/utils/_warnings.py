@@ -10,6 +10,10 @@ would be dropped whatever the caller, so it is dropped here without the walk. Ev
 
 A warning raised deep inside hookgrad on behalf of the user's call (a backward, an optimizer
 step) points at that call, as torch's do: :func:`user_stacklevel` counts hookgrad's frames.
+That walk is most of a warning's cost (each frame it reads becomes a frame object). A caller
+that already knows the user's frame (the engine keeps it for the rest of a backward call once
+found) passes it to :func:`warn_at_frame`, which issues the warning there without a walk, as
+``warnings.warn`` with the matching stacklevel would.
 """
 
 from __future__ import annotations
@@ -18,8 +22,15 @@ import importlib.util
 import os
 import sys
 import warnings
+from collections.abc import Callable
+from types import FrameType
 
-__all__ = ["user_stacklevel", "warn_unless_ignored"]
+__all__ = [
+    "first_frame_outside_hookgrad",
+    "user_stacklevel",
+    "warn_at_frame",
+    "warn_unless_ignored",
+]
 
 # Python 3.14 can keep filters per context; ``warnings.filters`` is then not the whole story.
 _FILTERS_ARE_GLOBAL = not getattr(sys.flags, "context_aware_warnings", False)
@@ -40,6 +51,37 @@ def warn_unless_ignored(
         return
     level = user_stacklevel() if stacklevel is None else stacklevel + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def warn_at_frame(
+    message: str, category: type[Warning], user_frame: Callable[[], FrameType | None]
+) -> None:
+    """``warnings.warn(message, category, stacklevel=...)`` pointing at ``user_frame()``,
+    skipped when a global filter ignores it (``user_frame`` is then not called).
+
+    What ``warnings.warn`` does with its stack level, done for a known frame: the frame's
+    file, line, module name and ``__warningregistry__`` (made if missing) go to
+    ``warnings.warn_explicit``, so filters, "default"/"module"/"once" registries and
+    ``showwarning`` act exactly as for ``warnings.warn``. None stands for "no frame outside
+    hookgrad", which ``warnings.warn`` attributes to ``sys``.
+    """
+    if _FILTERS_ARE_GLOBAL and _globally_ignored(message, category):
+        return
+    frame = user_frame()
+    if frame is None:
+        context, filename, lineno = sys.__dict__, "sys", 1
+    else:
+        context, filename, lineno = frame.f_globals, frame.f_code.co_filename, frame.f_lineno
+    registry = context.get("__warningregistry__", _MISSING)
+    if registry is _MISSING:
+        registry = context["__warningregistry__"] = {}
+    module = context.get("__name__", _MISSING)
+    if module is not None and not isinstance(module, str):
+        module = "<string>"
+    warnings.warn_explicit(message, category, filename, lineno, module, registry)
+
+
+_MISSING = object()
 
 
 # (message, category) -> (the filters it was decided for, whether they ignore it everywhere).
@@ -97,3 +139,12 @@ def user_stacklevel() -> int:
         level += 1
         frame = frame.f_back  # type: ignore[assignment]
     return level
+
+
+def first_frame_outside_hookgrad(frame: FrameType | None) -> FrameType | None:
+    """``frame`` or the nearest frame it was called from that is not hookgrad's; None if
+    there is none. The frame :func:`user_stacklevel` points at, seen from ``frame``."""
+    folders = _hookgrad_folders()
+    while frame is not None and frame.f_code.co_filename.startswith(folders):
+        frame = frame.f_back
+    return frame

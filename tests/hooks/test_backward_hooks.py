@@ -441,6 +441,27 @@ def test_non_tensor_output_warns_and_disables_backward_hooks(lib):
     assert calls == [] and _r(x.grad) == [2.0]
 
 
+@pytest.mark.parametrize("where", ["local", "global"])
+def test_non_tensor_output_warning_points_into_module_call(lib, global_hooks, where):
+    """B-23's warning points at the module-call machinery (torch's module.py), whichever way
+    the backward hook was registered."""
+
+    class ListOut(lib.nn.Module):
+        def forward(self, x):
+            return [x * 2]
+
+    m = ListOut()
+    if where == "local":
+        m.register_full_backward_hook(lambda *a: None)
+    else:
+        global_hooks("backward", lambda *a: None)
+    with pytest.warns(UserWarning, match="module output should be a Tensor") as caught:
+        m(lib.tensor([1.0], requires_grad=True))
+    assert [w.filename.replace("\\", "/").split("/")[-3:] for w in caught] == [
+        ["nn", "modules", "module.py"]
+    ]
+
+
 def test_hooks_run_with_grad_disabled_in_module_hooks(lib):
     """T-16: gradients in module hooks do not require grad."""
     layer = _linear(lib, 2.0, 0.0)

@@ -32,7 +32,7 @@ def test_removing_the_global_backward_hook_returns_forward_hooks_to_the_short_pa
         layer = nn.Linear(2, 2)
         layer(hookgrad.ones(1, 2))
         assert registry.GLOBAL_HOOKS.complex is False
-        monkeypatch.setattr(_module_hooks, "_call_general", _general_path_forbidden)
+        monkeypatch.setattr(_module_hooks, "call_general", _general_path_forbidden)
         layer(hookgrad.ones(1, 2))
     finally:
         forward.remove()
@@ -49,7 +49,7 @@ def test_removing_a_local_complex_hook_returns_the_module_to_the_short_path(
     layer.register_forward_hook(lambda *a: calls.append("complex"), **options).remove()
     layer(hookgrad.ones(1, 2))
     assert layer._hooks_complex is False
-    monkeypatch.setattr(_module_hooks, "_call_general", _general_path_forbidden)
+    monkeypatch.setattr(_module_hooks, "call_general", _general_path_forbidden)
     layer(hookgrad.ones(1, 2))
     assert calls == ["plain", "plain"]
 
@@ -155,7 +155,7 @@ def test_global_backward_hooks_alone_skip_the_general_path(monkeypatch: pytest.M
         layer = nn.Linear(1, 1)
         x = hookgrad.ones(1, 1, requires_grad=True)
         with monkeypatch.context() as patch:
-            patch.setattr(_module_hooks, "_call_general", _general_path_forbidden)
+            patch.setattr(_module_hooks, "call_general", _general_path_forbidden)
             layer(x).sum().backward()
         forward = registry.register_module_forward_hook(lambda *a: None)
         assert not registry.GLOBAL_HOOKS.backward_only

@@ -12,8 +12,9 @@ generic node hooks, so gradients are wrapped into Tensors once per module call.
 
 from __future__ import annotations
 
-import warnings
+import sys
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -21,11 +22,12 @@ import numpy as np
 from ..._grad_mode import _state as grad_state
 from ..._ops._base import edge
 from ..._tensor import Tensor, _wrap
+from ...autograd._engine import current_graph_task
 from ...autograd._hook_calls import checked_hook_result
 from ...autograd.graph import Node, next_sequence_nr
-from ...utils._warnings import warn_unless_ignored
+from ...utils._warnings import warn_at_frame
 
-__all__ = ["BackwardHook", "BackwardHookFunctionBackward"]
+__all__ = ["BackwardHook", "BackwardHookFunctionBackward", "hook_inputs"]
 
 Hook = Callable[..., Any]
 
@@ -38,7 +40,15 @@ _NO_INPUT_GRAD_WARNING = (
 
 
 class BackwardHookFunctionBackward(Node):
-    """Identity over a module's tensors; its backward is where the module hooks run."""
+    """Identity over a module's tensors; its backward is where the module hooks run.
+
+    The output node is reached first: pre-hooks may replace grad_output, which is kept for
+    the full hooks (fired there when no input needs grad, B-9). The input node is reached
+    when every gradient with respect to the inputs is known: the full hooks see grad_input
+    (zeros where no gradient arrived, B-7, B-18) and may replace it. Both sides are spelled
+    out in ``backward_multi``, one frame less per node than a call into the BackwardHook;
+    and both are one class, so the engine's calls of ``backward_multi`` see a single type.
+    """
 
     __slots__ = ("_hook", "_is_output", "_meta", "_n_out")
     _materialize = True
@@ -60,13 +70,48 @@ class BackwardHookFunctionBackward(Node):
         self._n_out = len(meta)
 
     def backward_multi(self, grads: list[np.ndarray | None]) -> Sequence[np.ndarray | None]:
+        hook = self._hook
         if self._is_output:
-            return self._hook._on_output_grads(grads, self._meta)
-        for i, g in enumerate(grads):  # missing input gradients become zeros (B-7, B-18)
+            if hook.n_outputs == 1:
+                g = grads[0]
+                packed = grad_outputs = (None if g is None else _wrap(g),)
+            else:
+                packed = grad_outputs = _packed(hook.output_index, hook.n_outputs, grads)
+            if hook.user_pre_hooks:
+                module = hook.module
+                for pre_hook in hook.user_pre_hooks:
+                    result = pre_hook(module, grad_outputs)
+                    if result is not None:
+                        grad_outputs = _checked_count(
+                            result, grad_outputs, "Backward pre hook", "grad_output"
+                        )
+            hook.grad_outputs = grad_outputs
+            if hook.input_index is None:
+                hook._fire_without_input_grads(grad_outputs)
+            if grad_outputs is packed:
+                return grads
+            return _replacements(grad_outputs, hook.output_index, self._meta)
+        for i, g in enumerate(grads):
             if g is None:
                 shape, dtype = self._meta[i]
                 grads[i] = np.zeros(shape, dtype=dtype)
-        return self._hook._on_input_grads(grads)  # type: ignore[arg-type]
+        kept = hook.grad_outputs  # grad_output, kept by the output node
+        if kept is None or not hook.user_hooks:
+            return grads
+        hook.grad_outputs = None
+        if hook.n_inputs == 1:
+            packed = grad_inputs = (_wrap(grads[0]),)  # type: ignore[arg-type]
+        else:
+            packed = grad_inputs = _packed(hook.input_index, hook.n_inputs, grads)
+        module = hook.module
+        for full_hook in hook.user_hooks:
+            result = full_hook(module, grad_inputs, kept)
+            if result is not None:
+                grad_inputs = _checked_count(result, grad_inputs, "Backward hook", "grad_input")
+        if grad_inputs is packed:
+            return grads
+        arrived = [(g.shape, g.dtype) for g in grads]  # type: ignore[union-attr]
+        return _replacements(grad_inputs, hook.input_index, arrived)
 
 
 def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]]) -> np.ndarray | None:
@@ -80,13 +125,25 @@ def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]]) -> np.ndarra
     return checked_hook_result("hook", value, *like)
 
 
-def _packed(index: list[int], size: int, grads: Sequence[np.ndarray | None]) -> tuple[Any, ...]:
+def _packed(
+    index: list[int] | None, size: int, grads: Sequence[np.ndarray | None]
+) -> tuple[Any, ...]:
     """Tensors at the tensor positions, None elsewhere (torch's ``_pack_with_none``)."""
+    assert index is not None
     packed: list[Any] = [None] * size
     for i, g in zip(index, grads):
         if g is not None:
             packed[i] = _wrap(g)
     return tuple(packed)
+
+
+def _replacements(
+    replaced: tuple[Any, ...], index: list[int] | None, meta: list[Any]
+) -> tuple[np.ndarray | None, ...]:
+    """The arrays of the gradients hooks returned at the tensor positions ``index``, each
+    checked against the shape and dtype in ``meta``."""
+    assert index is not None
+    return tuple(_array(replaced[i], like) for i, like in zip(index, meta))
 
 
 def _checked_count(result: Any, current: tuple[Any, ...], who: str, what: str) -> Any:
@@ -103,9 +160,10 @@ class BackwardHook:
     """The backward hooks of one module call, captured when the call happened (B-19).
 
     Forward wraps the call's tensor inputs and outputs through one identity node each
-    (``setup_input_hook``/``setup_output_hook``); backward reaches the output node first
-    (pre-hooks, remember grad_output), then the input node (full hooks). The one-tensor case
-    is spelled out because it is nearly every module call.
+    (:func:`hook_inputs` makes the BackwardHook and wraps the inputs, ``setup_output_hook``
+    wraps the output); backward reaches the output node first (pre-hooks, remember
+    grad_output), then the input node (full hooks). The one-tensor case is spelled out
+    because it is nearly every module call.
     """
 
     __slots__ = (
@@ -120,34 +178,17 @@ class BackwardHook:
         "warns",
     )
 
-    def __init__(
-        self,
-        module: Any,
-        user_hooks: Sequence[Hook],
-        user_pre_hooks: Sequence[Hook],
-        warns: bool = True,
-    ) -> None:
-        self.module = module
-        self.user_hooks = user_hooks
-        self.user_pre_hooks = user_pre_hooks
-        # False when every hook is hookgrad's own (the plugin runtime's): B-9's warning is
-        # torch's word to the user about the user's hooks.
-        self.warns = warns
-        self.grad_outputs: tuple[Any, ...] | None = None
-        self.input_index: list[int] | None = None
-        self.output_index: list[int] | None = None
+    grad_outputs: tuple[Any, ...] | None
+    input_index: list[int] | None
+    module: Any
+    n_inputs: int
+    n_outputs: int
+    output_index: list[int] | None
+    user_hooks: Sequence[Hook]
+    user_pre_hooks: Sequence[Hook]
+    warns: bool
 
     # -- forward time --------------------------------------------------------------------------
-    def setup_input_hook(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        self.n_inputs = len(args)
-        if len(args) == 1:
-            t = args[0]
-            if isinstance(t, Tensor) and t._requires_grad and grad_state.enabled:
-                self.input_index = _ONLY_FIRST
-                return (self._wrap_one(t, False),)
-            return args
-        wrapped, self.input_index = self._wrap_tensors(args, False)
-        return wrapped
 
     def setup_output_hook(self, result: Any) -> Any:
         """The module's output routed through the output node; anything but a Tensor or a
@@ -162,21 +203,44 @@ class BackwardHook:
             self.n_outputs = len(result)
             wrapped, self.output_index = self._wrap_tensors(result, True)
             return wrapped
-        warnings.warn(
+        warn_at_frame(
             "For backward hooks to be called, module output should be a Tensor or a tuple of "
             f"Tensors but received {type(result)}",
             UserWarning,
-            stacklevel=5,  # Module._call_impl, as torch's points into its module.py
+            _module_call_frame,  # as torch's points into its module.py
         )
         return result
 
     def _wrap_one(self, t: Tensor, is_output: bool) -> Tensor:
-        """The one-tensor call, nearly every module call: no index lists."""
+        """The one-tensor call, nearly every module call: no index lists.
+
+        Runs twice per hooked module call, so the node and the view are built here field by
+        field (as ``BackwardHookFunctionBackward.__init__`` and ``_identity_view`` would, for
+        a tensor that requires grad) rather than through two more calls.
+        """
         d = t._data
         fn = t.grad_fn
-        edges = ((fn, t._output_nr) if fn is not None else edge(t),)
-        node = BackwardHookFunctionBackward(edges, self, is_output, [(d.shape, d.dtype)])
-        return _identity_view(t, node, 0)
+        node = _new_node(BackwardHookFunctionBackward)
+        node._next = ((fn, t._output_nr) if fn is not None else edge(t),)
+        node._seq = next_sequence_nr()
+        node._hooks = None
+        node._versions = ()
+        node._freed = False
+        node._hook = self
+        node._is_output = is_output
+        node._meta = [(d.shape, d.dtype)]
+        node._n_out = 1
+        out = _new_tensor(Tensor)
+        out._data = d
+        out._grad = None
+        out._requires_grad = True
+        out.grad_fn = node
+        out._output_nr = 0
+        out._vbox = t._vbox
+        out._base = t if t._base is None else t._base
+        out._acc = None
+        out._hooks = None
+        return out
 
     def _wrap_tensors(
         self, values: tuple[Any, ...], is_output: bool
@@ -203,34 +267,11 @@ class BackwardHook:
         return tuple(replaced), index
 
     # -- backward time -------------------------------------------------------------------------
-    def _on_output_grads(
-        self, grads: list[np.ndarray | None], meta: list[Any]
-    ) -> Sequence[np.ndarray | None]:
-        """Pre-hooks may replace grad_output; with no input needing grad, full hooks fire here."""
-        assert self.output_index is not None
-        if self.n_outputs == 1:
-            g = grads[0]
-            packed = grad_outputs = (None if g is None else _wrap(g),)
-        else:
-            packed = grad_outputs = _packed(self.output_index, self.n_outputs, grads)
-        if self.user_pre_hooks:
-            module = self.module
-            for hook in self.user_pre_hooks:
-                result = hook(module, grad_outputs)
-                if result is not None:
-                    grad_outputs = _checked_count(
-                        result, grad_outputs, "Backward pre hook", "grad_output"
-                    )
-        self.grad_outputs = grad_outputs
-        if self.input_index is None:
-            self._fire_without_input_grads(grad_outputs)
-        if grad_outputs is packed:
-            return grads
-        return tuple(_array(grad_outputs[i], like) for i, like in zip(self.output_index, meta))
-
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:
-        if self.warns:
-            warn_unless_ignored(_NO_INPUT_GRAD_WARNING, UserWarning)  # at the backward() call
+        if self.warns:  # at the backward() call
+            task = current_graph_task()
+            assert task is not None  # backward nodes run inside a backward call
+            warn_at_frame(_NO_INPUT_GRAD_WARNING, UserWarning, task.user_frame)
         grad_inputs = (None,) * self.n_inputs
         for hook in self.user_hooks:
             result = hook(self.module, grad_inputs, grad_outputs)
@@ -243,33 +284,54 @@ class BackwardHook:
                 )
         self.grad_outputs = None
 
-    def _on_input_grads(self, grads: list[np.ndarray]) -> Sequence[np.ndarray | None]:
-        """Full hooks see grad_input (zeros where no gradient arrived) and may replace it."""
-        grad_outputs = self.grad_outputs
-        if grad_outputs is None or not self.user_hooks:
-            return grads
-        self.grad_outputs = None
-        assert self.input_index is not None
-        if self.n_inputs == 1:
-            packed = grad_inputs = (_wrap(grads[0]),)  # never None: filled with zeros
-        else:
-            packed = grad_inputs = _packed(self.input_index, self.n_inputs, grads)
-        module = self.module
-        for hook in self.user_hooks:
-            result = hook(module, grad_inputs, grad_outputs)
-            if result is not None:
-                grad_inputs = _checked_count(result, grad_inputs, "Backward hook", "grad_input")
-        if grad_inputs is packed:
-            return grads
-        return tuple(
-            _array(grad_inputs[i], (g.shape, g.dtype)) for i, g in zip(self.input_index, grads)
-        )
+
+def _module_call_frame() -> FrameType | None:
+    """The frame of the innermost ``Module._call_impl`` running: the module call, however
+    many of hookgrad's frames the call path has put below it."""
+    from .module import Module  # module.py imports this module
+
+    code = Module._call_impl.__code__
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not code:
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame
+
+
+def hook_inputs(
+    module: Any,
+    user_hooks: Sequence[Hook],
+    user_pre_hooks: Sequence[Hook],
+    warns: bool,
+    args: tuple[Any, ...],
+) -> tuple[BackwardHook, tuple[Any, ...]]:
+    """The BackwardHook of one module call and the call's args routed through its input node.
+
+    One function in place of a constructor and a setup method: it runs once per hooked
+    module call. ``warns`` is False when every hook is hookgrad's own (the plugin runtime's):
+    B-9's warning is torch's word to the user about the user's hooks.
+    """
+    hook: BackwardHook = _new_node(BackwardHook)
+    hook.module = module
+    hook.user_hooks = user_hooks
+    hook.user_pre_hooks = user_pre_hooks
+    hook.warns = warns
+    hook.grad_outputs = hook.output_index = None
+    n = hook.n_inputs = len(args)
+    if n == 1:
+        t = args[0]
+        if isinstance(t, Tensor) and t._requires_grad and grad_state.enabled:
+            hook.input_index = _ONLY_FIRST
+            return hook, (hook._wrap_one(t, False),)
+        hook.input_index = None
+        return hook, args
+    wrapped, hook.input_index = hook._wrap_tensors(args, False)
+    return hook, wrapped
 
 
 # The index list of a call with exactly one tensor: shared, never mutated.
 _ONLY_FIRST = [0]
 
-_new_tensor = object.__new__
+_new_tensor = _new_node = object.__new__
 
 
 def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Tensor:

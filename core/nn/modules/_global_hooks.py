@@ -5,6 +5,13 @@ and exactly the state torch keeps. Each table tells :data:`GLOBAL_HOOKS` when it
 (registration, a handle's ``remove()``, or direct edits such as ``_global_forward_hooks.clear()``),
 which then recomputes its flags for the module-call fast path and its snapshots of the hooks:
 a module call reads ready-made tuples instead of copying the tables on every call.
+
+An *owner* is an object that registers several global hooks as one unit (the plugin bridge,
+``_owner=``). While every global hook is one owner's, ``GLOBAL_HOOKS.sole_owner`` names it and
+a module call without hooks of its own runs through ``owner.module_call(module, args,
+kwargs)``: one Python call in place of the general path's per-hook dispatch and bookkeeping.
+The owner must make that call exactly what the general path (``call_general``) would make of
+its hooks, and hands any call it does not handle itself back to ``call_general``.
 """
 
 from __future__ import annotations
@@ -87,6 +94,8 @@ class _GlobalHooks:
         "internal",
         "is_full_backward_hook",
         "lock",
+        "owners",
+        "sole_owner",
         "user_backward",
     )
 
@@ -105,6 +114,10 @@ class _GlobalHooks:
         # Ids of the backward hooks hookgrad registered for itself (``_internal=True``): the
         # B-9 warning is about the user's hooks, so those alone never raise it.
         self.internal = HookDict()
+        # hook id -> the owner that registered it (module docstring); ``sole_owner``: the
+        # owner of every global hook, or None (no hook, or hooks of several or no owners).
+        self.owners = HookDict()
+        self.sole_owner: Any = None
         self.user_backward = False
         self.forward_plan: tuple[ForwardHookEntry, ...] = ()
         self.backward_lists: _BackwardLists | None = None
@@ -153,11 +166,26 @@ class _GlobalHooks:
             or self.forward_always_called
         )
         self.active = bool(self.forward_pre or self.forward or self.complex)
+        # Only with a hook the short path cannot run: call_general then never hands the
+        # call back to call_with_hooks, hence to the owner.
+        self.sole_owner = self._sole_owner() if self.complex else None
         self.backward_only = bool(
             (self.backward or self.backward_pre)
             and self.is_full_backward_hook is not False
             and not (self.forward_pre or self.forward)
         )
+
+    def _sole_owner(self) -> Any:
+        """The owner of every hook in the tables a module call runs, or None."""
+        owners = self.owners
+        owner = None
+        for table in (self.forward_pre, self.forward, self.backward_pre, self.backward):
+            for key in tuple(table):
+                found = owners.get(key)
+                if found is None or (owner is not None and found is not owner):
+                    return None
+                owner = found
+        return owner
 
     def build_backward_lists(self) -> _BackwardLists:
         """``backward_lists`` after a change: (full, regular, pre-hooks) as immutable tuples,
@@ -212,14 +240,22 @@ def _register(
     marks: tuple[HookDict, ...] = (),
     *,
     internal: bool = False,
+    owner: object = None,
 ) -> RemovableHandle:
-    """Add ``hook`` to ``table``, first marking it in ``marks`` (with_kwargs, always_call) and
-    as internal: a module call in another thread never sees the hook without its marks."""
+    """Add ``hook`` to ``table``, first marking it in ``marks`` (with_kwargs, always_call), as
+    internal and with its owner: a module call in another thread never sees the hook without
+    its marks."""
+    g = GLOBAL_HOOKS
     if internal:
-        extra = (*extra, GLOBAL_HOOKS.internal)
+        extra = (*extra, g.internal)
+        marks = (*marks, g.internal)
+    if owner is not None:
+        extra = (*extra, g.owners)
     handle = RemovableHandle(table, extra_dict=extra)
-    for mark in (*marks, GLOBAL_HOOKS.internal) if internal else marks:
+    for mark in marks:
         mark[handle.id] = True
+    if owner is not None:
+        g.owners[handle.id] = owner
     table[handle.id] = hook
     return handle
 
@@ -229,51 +265,62 @@ def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandl
     return _register(GLOBAL_HOOKS.forward_pre, hook)
 
 
-def register_module_forward_pre_hook_with_kwargs(hook: Callable[..., Any]) -> RemovableHandle:
+def register_module_forward_pre_hook_with_kwargs(
+    hook: Callable[..., Any], *, _owner: object = None
+) -> RemovableHandle:
     """hookgrad only: a global forward pre-hook called as ``hook(module, args, kwargs)``.
 
     Torch's global pre-hooks never see keyword arguments; the plugin bridge needs them for
     ``ForwardPreEvent.kwargs``. A non-None return must be ``(new_args, new_kwargs)``, as for
-    a module's own pre-hook registered ``with_kwargs=True``.
+    a module's own pre-hook registered ``with_kwargs=True``. ``_owner``: see the module
+    docstring.
     """
     g = GLOBAL_HOOKS
     marks = (g.forward_pre_with_kwargs,)
-    return _register(g.forward_pre, hook, marks, marks)
+    return _register(g.forward_pre, hook, marks, marks, owner=_owner)
 
 
 def register_module_forward_hook(
-    hook: Callable[..., Any], *, with_kwargs: bool = False, always_call: bool = False
+    hook: Callable[..., Any],
+    *,
+    with_kwargs: bool = False,
+    always_call: bool = False,
+    _owner: object = None,
 ) -> RemovableHandle:
-    """Run ``hook(module, args, output)`` after every module's forward, ahead of its own hooks."""
+    """Run ``hook(module, args, output)`` after every module's forward, ahead of its own hooks.
+
+    ``_owner`` (hookgrad only): see the module docstring.
+    """
     g = GLOBAL_HOOKS
     extra = (g.forward_with_kwargs, g.forward_always_called)
     marks = tuple(mark for mark, on in zip(extra, (with_kwargs, always_call)) if on)
-    return _register(g.forward, hook, extra, marks)
+    return _register(g.forward, hook, extra, marks, owner=_owner)
 
 
 def register_module_full_backward_pre_hook(
-    hook: Callable[..., Any], *, _internal: bool = False
+    hook: Callable[..., Any], *, _internal: bool = False, _owner: object = None
 ) -> RemovableHandle:
     """Run ``hook(module, grad_output)`` for every module call before its backward.
 
     ``_internal`` (hookgrad only, for its plugin runtime): the hook is hookgrad's own, so a call
     whose inputs need no grad does not warn for it (B-9's warning concerns user hooks).
+    ``_owner`` (hookgrad only): see the module docstring.
     """
-    return _register(GLOBAL_HOOKS.backward_pre, hook, internal=_internal)
+    return _register(GLOBAL_HOOKS.backward_pre, hook, internal=_internal, owner=_owner)
 
 
 def register_module_full_backward_hook(
-    hook: Callable[..., Any], *, _internal: bool = False
+    hook: Callable[..., Any], *, _internal: bool = False, _owner: object = None
 ) -> RemovableHandle:
     """Run ``hook(module, grad_input, grad_output)`` for every module call (full semantics).
 
-    ``_internal`` as for :func:`register_module_full_backward_pre_hook`.
+    ``_internal`` and ``_owner`` as for :func:`register_module_full_backward_pre_hook`.
     """
     g = GLOBAL_HOOKS
     if g.is_full_backward_hook is False:
         raise RuntimeError(_MIXED_GLOBAL)
     g.is_full_backward_hook = True
-    return _register(g.backward, hook, internal=_internal)
+    return _register(g.backward, hook, internal=_internal, owner=_owner)
 
 
 def register_module_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:

@@ -17,10 +17,10 @@ from typing import Any
 
 from ..._tensor import Tensor
 from ...utils.hooks import HookDict, RemovableHandle, new_args_and_kwargs
-from ._backward_hooks import BackwardHook
+from ._backward_hooks import hook_inputs
 from ._global_hooks import GLOBAL_HOOKS, ForwardHookEntry, ForwardPreHookEntry, forward_plan
 
-__all__ = ["ModuleHooksMixin", "call_with_hooks"]
+__all__ = ["ModuleHooksMixin", "call_general", "call_with_hooks"]
 
 Hook = Callable[..., Any]
 
@@ -251,8 +251,7 @@ def _full_call(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                         args = changed if isinstance(changed, tuple) else (changed,)
         bw_hook = None
         if full or pre:
-            bw_hook = BackwardHook(module, full, pre, user)
-            args = bw_hook.setup_input_hook(args)
+            bw_hook, args = hook_inputs(module, full, pre, user, args)
         result = module.forward(*args, **kwargs)
         local = module._forward_hooks
         plan = (*g.forward_plan, *_local_forward_plan(module)) if local else g.forward_plan
@@ -284,8 +283,8 @@ def _backward_hooked_call(
 ) -> Any:
     """A call whose only hooks are full backward and backward pre-hooks: no forward hook can
     run, so there is no call state to track for the exception path."""
-    bw_hook = BackwardHook(module, full, pre, user)
-    return bw_hook.setup_output_hook(module.forward(*bw_hook.setup_input_hook(args), **kwargs))
+    bw_hook, args = hook_inputs(module, full, pre, user, args)
+    return bw_hook.setup_output_hook(module.forward(*args, **kwargs))
 
 
 def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -293,16 +292,19 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 
     Plain forward and forward pre-hooks (no kwargs, no always_call, no backward hooks) take
     a short path; everything else the general one, which tracks what the exception path needs.
+    When every global hook is one owner's (the plugin bridge) and the module has none of its
+    own, the owner runs the call (``_global_hooks``' module docstring).
     """
     g = GLOBAL_HOOKS
     if g.complex or module._hooks_complex:
+        owner = g.sole_owner  # only ever set with a complex global hook
+        if owner is not None and not module._hooks_maybe:
+            return owner.module_call(module, args, kwargs)
         if g.backward_only and not module._hooks_maybe:  # global full/pre hooks, nothing else
             full, _, pre, user = g.backward_lists or g.build_backward_lists()
-            bw_hook = BackwardHook(module, full, pre, user)  # _backward_hooked_call, inline
-            return bw_hook.setup_output_hook(
-                module.forward(*bw_hook.setup_input_hook(args), **kwargs)
-            )
-        return _call_general(module, args, kwargs)
+            bw_hook, args = hook_inputs(module, full, pre, user, args)  # _backward_hooked_call
+            return bw_hook.setup_output_hook(module.forward(*args, **kwargs))
+        return call_general(module, args, kwargs)
     hooked = False
     table, local = g.forward_pre.hooks, module._forward_pre_hooks
     if table or local:
@@ -326,7 +328,8 @@ def call_with_hooks(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     return output
 
 
-def _call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def call_general(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A module call on the general path: every hook kind, local and global, in torch's order."""
     g = GLOBAL_HOOKS
     if not (g.forward_pre or g.forward or module._forward_pre_hooks or module._forward_hooks):
         full, regular, pre, user = _backward_hook_lists(module)
