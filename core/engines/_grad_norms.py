@@ -46,12 +46,13 @@ class _Batch:
     (:meth:`spill`): a step whose plugins all ask for the same gradients makes none.
     """
 
-    __slots__ = ("ids", "refs", "state")
+    __slots__ = ("ids", "ref_ids", "refs", "state")
 
     def __init__(self, tensors: Sequence[Any], versions: list[int], norms: list[float | None]):
         self.ids = tuple(map(id, tensors))
         # The callbacks drop the batch when a tensor dies (its id may then be reused).
         self.refs = [weakref.ref(t, _batch_died) for t in tensors]
+        self.ref_ids = frozenset(map(id, self.refs))
         self.state = (versions, norms)  # one attribute: a reader never sees half an update
 
     def spill(self) -> None:
@@ -64,9 +65,13 @@ class _Batch:
 _last: _Batch | None = None
 
 
-def _batch_died(_: Any) -> None:
+def _batch_died(ref: Any) -> None:
+    """A tensor of a batch died: drop the batch if it is still the last one (an older
+    batch kept alive elsewhere, say by a traceback's frame, must not drop the current)."""
     global _last
-    _last = None
+    last = _last
+    if last is not None and id(ref) in last.ref_ids:
+        _last = None
 
 
 def _let_go_of_last() -> None:

@@ -238,3 +238,17 @@ def test_the_last_batch_is_answered_whole_until_one_of_it_changes_or_dies(
     gc.collect()
     assert alive() is None and _grad_norms._last is None
     assert grad_norms([a]) == [5.0] and calls == [2, 1]  # still known one by one
+
+
+def test_an_older_batch_dying_late_leaves_the_last_one_alone(calls: list[int]) -> None:
+    """A batch kept alive elsewhere (a traceback's frame) whose tensors die later does not
+    drop the batch asked for since, which is still answered whole."""
+    old = [torch.tensor([3.0, 4.0])]
+    grad_norms(old)
+    kept_elsewhere = _grad_norms._last
+    current = [torch.tensor([6.0, 8.0])]
+    assert grad_norms(current) == [10.0] and calls == [1, 1]
+    del old[:]  # the older batch's tensor dies now
+    gc.collect()
+    assert kept_elsewhere is not None and _grad_norms._last is not None
+    assert grad_norms(current) == [10.0] and calls == [1, 1]
