@@ -5,7 +5,12 @@ from __future__ import annotations
 from ._ops._base import public_op
 from ._ops.arith import add, div, matmul, maximum, minimum, mul, neg, pow, sub, where
 from ._ops.compare import all, any, eq, ge, gt, isfinite, isinf, isnan, le, lt, ne
-from ._ops.index import gather, masked_fill
+from ._ops.cumulative import cumprod, cumsum
+from ._ops.index import gather, masked_fill, scatter, scatter_add
+from ._ops.pointwise import addcdiv, addcmul, lerp
+from ._ops.products import baddbmm, bmm, einsum, mv
+from ._ops.random import bernoulli, histc, histogram, multinomial, normal
+from ._ops.rearrange import flip, index_select, narrow, repeat_interleave, tril, triu
 from ._ops.reduce import (
     amax,
     amin,
@@ -32,16 +37,21 @@ from ._ops.shape import (
     split,
     squeeze,
     stack,
+    t,
     transpose,
     unbind,
     unsqueeze,
 )
-from ._ops.unary import abs, clamp, cos, exp, log, relu, sigmoid, sign, sin, sqrt, tanh
+from ._ops.sorting import argsort, median, sort, topk
+from ._ops.stats import std_mean, var_mean
+from ._ops.unary import abs, clamp, cos, exp, log, log2, log10, relu, sigmoid, sign, sin, sqrt, tanh
 from ._tensor import Tensor
 
 __all__ = [
     "abs",
     "add",
+    "addcdiv",
+    "addcmul",
     "all",
     "allclose",
     "amax",
@@ -49,24 +59,38 @@ __all__ = [
     "any",
     "argmax",
     "argmin",
+    "argsort",
+    "baddbmm",
+    "bernoulli",
+    "bmm",
     "cat",
     "chunk",
     "clamp",
     "clip",
     "cos",
+    "cumprod",
+    "cumsum",
     "div",
+    "einsum",
     "eq",
     "equal",
     "exp",
     "flatten",
+    "flip",
     "gather",
     "ge",
     "gt",
+    "histc",
+    "histogram",
+    "index_select",
     "isfinite",
     "isinf",
     "isnan",
     "le",
+    "lerp",
     "log",
+    "log10",
+    "log2",
     "log_softmax",
     "logsumexp",
     "lt",
@@ -75,41 +99,62 @@ __all__ = [
     "max",
     "maximum",
     "mean",
+    "median",
     "min",
     "minimum",
     "mm",
     "mul",
+    "multinomial",
+    "mv",
+    "narrow",
     "ne",
     "neg",
     "norm",
+    "normal",
     "permute",
     "pow",
     "prod",
     "relu",
+    "repeat_interleave",
     "reshape",
+    "scatter",
+    "scatter_add",
     "sigmoid",
     "sign",
     "sin",
     "softmax",
+    "sort",
     "split",
     "sqrt",
     "squeeze",
     "stack",
     "std",
+    "std_mean",
     "sub",
     "sum",
+    "t",
     "tanh",
+    "topk",
     "transpose",
+    "tril",
+    "triu",
     "unbind",
     "unsqueeze",
     "var",
+    "var_mean",
     "where",
 ]
 
 # Every op above as its public function form: a first argument that is not a Tensor is
-# torch's TypeError (see public_op), checked only after the call failed.
+# torch's TypeError (see public_op), checked only after the call failed. einsum's first
+# argument is the equation, normal's may be a number.
+_NOT_TENSOR_FIRST = frozenset({"einsum", "normal"})
 globals().update(
-    {name: public_op(value) for name, value in tuple(globals().items()) if name in __all__}
+    {
+        name: public_op(value)
+        for name, value in tuple(globals().items())
+        if name in __all__ and name not in _NOT_TENSOR_FIRST
+    }
 )
 clip = clamp
 mm = matmul

@@ -8,7 +8,15 @@ import numpy as np
 
 from ._base import Node, Tensor, edge, grad_state, needs_grad, record, sum_to, wrap
 
-__all__ = ["gather", "getitem", "index_put", "masked_fill", "normalize_index"]
+__all__ = [
+    "gather",
+    "getitem",
+    "index_put",
+    "masked_fill",
+    "normalize_index",
+    "scatter",
+    "scatter_add",
+]
 
 _BASIC = (int, slice, type(None), type(Ellipsis))
 
@@ -275,3 +283,112 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
         node._dim, node._index, node._shape = axis, idx, d.shape
         return record(out, node)
     return wrap(out)
+
+
+def _along(index: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
+    """Full fancy-index tuple addressing ``x[..., index[i], ...]`` (index on ``axis``, the
+    entry's own position on every other dim): the positions gather reads and scatter writes."""
+    full: list[np.ndarray] = list(np.indices(index.shape, sparse=True))
+    full[axis] = index
+    return tuple(full)
+
+
+class ScatterBackward0(Node):
+    """scatter with a src tensor: overwritten entries of self get no gradient, src gets the
+    gradient gathered at the positions it wrote."""
+
+    __slots__ = ("_positions", "_src_shape")
+
+    _positions: tuple[np.ndarray, ...]
+    _src_shape: tuple[int, ...]
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        e_self, e_src = self._next
+        g_self = g_src = None
+        if e_self is not None:
+            g_self = g.copy()
+            g_self[self._positions] = 0
+        if e_src is not None:
+            g_src = np.zeros(self._src_shape, dtype=g.dtype)
+            g_src[_region(self._positions)] = g[self._positions]
+        return (g_self, g_src)
+
+
+class ScatterBackward1(ScatterBackward0):
+    """scatter with a number value."""
+
+    __slots__ = ()
+
+
+class ScatterAddBackward0(ScatterBackward0):
+    """scatter_add: self's gradient passes whole, src gets it gathered."""
+
+    __slots__ = ()
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        e_self, e_src = self._next
+        g_src = None
+        if e_src is not None:
+            g_src = np.zeros(self._src_shape, dtype=g.dtype)
+            g_src[_region(self._positions)] = g[self._positions]
+        return (g if e_self is not None else None, g_src)
+
+
+def _region(positions: tuple[np.ndarray, ...]) -> tuple[slice, ...]:
+    """The leading block of src that index covers (src may be larger than index)."""
+    shape = np.broadcast_shapes(*(p.shape for p in positions))
+    return tuple(slice(0, n) for n in shape)
+
+
+def _scatter_positions(op: str, x: Tensor, dim: int, index: Any) -> tuple[int, np.ndarray]:
+    from .reduce import normalize_dims
+
+    if not isinstance(index, Tensor):
+        from ._base import not_a_tensor
+
+        raise not_a_tensor(op, "index", index, 3)
+    d, idx = x._data, index._data
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+    (axis,) = normalize_dims(dim, d.ndim)
+    if idx.ndim != d.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    size = d.shape[axis] if d.ndim else 1
+    bad = idx[(idx < 0) | (idx >= size)]
+    if bad.size:
+        raise RuntimeError(
+            f"index {int(bad.flat[0])} is out of bounds for dimension {axis} with size {size}"
+        )
+    return axis, idx.astype(np.intp, copy=False)
+
+
+def _scatter(op: str, x: Tensor, dim: int, index: Any, src: Any, add: bool) -> Tensor:
+    axis, idx = _scatter_positions(op, x, dim, index)
+    positions = _along(idx, axis)
+    ts = src if isinstance(src, Tensor) else None
+    out = x._data.copy()
+    if ts is None:
+        values: Any = np.asarray(src, dtype=out.dtype)
+    else:
+        values = ts._data[_region(positions)]
+    if add:
+        np.add.at(out, positions, values)
+    else:
+        out[positions] = values
+    if needs_grad(x, *(() if ts is None else (ts,))):
+        cls = ScatterAddBackward0 if add else (ScatterBackward1 if ts is None else ScatterBackward0)
+        node = cls((edge(x), None if ts is None else edge(ts)))
+        node._positions = positions
+        node._src_shape = () if ts is None else ts._data.shape
+        return record(out, node)
+    return wrap(out)
+
+
+def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None) -> Tensor:
+    """A copy of ``x`` with ``src`` (a tensor or number) written at ``index`` along ``dim``."""
+    return _scatter("scatter", x, dim, index, value if src is None else src, add=False)
+
+
+def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
+    return _scatter("scatter_add", x, dim, index, src, add=True)
