@@ -7,6 +7,7 @@ from ._ops.arith import add, div, matmul, maximum, minimum, mul, neg, pow, sub, 
 from ._ops.compare import all, any, eq, ge, gt, isfinite, isinf, isnan, le, lt, ne
 from ._ops.cumulative import cumprod, cumsum
 from ._ops.index import gather, masked_fill, scatter, scatter_add
+from ._ops.out import accepts_out
 from ._ops.pointwise import addcdiv, addcmul, lerp
 from ._ops.products import baddbmm, bmm, einsum, mv
 from ._ops.random import bernoulli, histc, histogram, multinomial, normal
@@ -158,6 +159,47 @@ globals().update(
 )
 clip = clamp
 mm = matmul
+
+# torch's function forms that take ``out=`` (the ones training code uses).
+_TAKE_OUT = [
+    "abs",
+    "add",
+    "addcdiv",
+    "addcmul",
+    "bmm",
+    "cat",
+    "clamp",
+    "cos",
+    "cumprod",
+    "cumsum",
+    "div",
+    "exp",
+    "gather",
+    "index_select",
+    "lerp",
+    "log",
+    "log10",
+    "log2",
+    "matmul",
+    "maximum",
+    "mean",
+    "minimum",
+    "mm",
+    "mul",
+    "mv",
+    "neg",
+    "pow",
+    "prod",
+    "sigmoid",
+    "sin",
+    "sqrt",
+    "stack",
+    "sub",
+    "sum",
+    "tanh",
+    "where",
+]
+globals().update({name: accepts_out(globals()[name]) for name in _TAKE_OUT})
 
 
 def equal(a: Tensor, b: Tensor) -> bool:
