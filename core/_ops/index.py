@@ -14,6 +14,7 @@ __all__ = [
     "index_put",
     "masked_fill",
     "normalize_index",
+    "one_hot",
     "scatter",
     "scatter_add",
 ]
@@ -392,3 +393,17 @@ def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any =
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
     return _scatter("scatter_add", x, dim, index, src, add=True)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 rows with a 1 at each class index (``num_classes`` = max + 1 when -1)."""
+    idx = tensor._data
+    if idx.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if idx.size and idx.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(idx.max()) + 1 if idx.size else 0
+    elif idx.size and idx.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return wrap((idx[..., None] == np.arange(num_classes)).astype(np.int64))
