@@ -46,7 +46,7 @@ class Size(tuple[int, ...]):
         item = tuple.__getitem__(self, index)
         return tuple.__new__(Size, item) if isinstance(index, slice) else item
 
-    def __add__(self, other: Any) -> Size:  # type: ignore[override]
+    def __add__(self, other: Any) -> Size:
         return tuple.__new__(Size, tuple.__add__(self, tuple(other)))
 
     def __radd__(self, other: Any) -> Size:

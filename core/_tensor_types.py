@@ -2,7 +2,8 @@
 ``Tensor.type()``'s names for them.
 
 As in torch, each class is a constructor (``FloatTensor([1, 2])``, ``FloatTensor(2, 3)``) and
-an ``isinstance`` check on the dtype (``isinstance(x, LongTensor)`` for any int64 tensor).
+an ``isinstance`` check on the dtype (``isinstance(x, LongTensor)`` for any int64 tensor); it
+is not a subclass of Tensor.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ class _TensorType(type):
 
 
 def _typed(name: str, dtype: np.dtype[Any]) -> Any:
-    cls = _TensorType(name, (Tensor,), {"__slots__": (), "__module__": "hookgrad"})
+    # Not a Tensor subclass (as in torch): instances are plain Tensors of the dtype.
+    cls = _TensorType(name, (), {"__slots__": (), "__module__": "hookgrad"})
     cls._dtype = dtype
     return cls
 

@@ -108,7 +108,8 @@ class IndexSelectBackward0(Node):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         grad = np.zeros(self._shape, dtype=g.dtype)
-        np.add.at(grad, (slice(None),) * self._axis + (self._index,), g)
+        # moveaxis gives a view: adding into it adds into grad
+        np.add.at(np.moveaxis(grad, self._axis, 0), self._index, np.moveaxis(g, self._axis, 0))
         return (grad,)
 
 
