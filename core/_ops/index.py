@@ -248,40 +248,25 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 
 class GatherBackward0(Node):
-    __slots__ = ("_dim", "_index", "_shape")
+    __slots__ = ("_positions", "_shape")
 
-    _dim: int
-    _index: np.ndarray
+    _positions: tuple[np.ndarray, ...]
     _shape: tuple[int, ...]
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         grad = np.zeros(self._shape, dtype=g.dtype)
-        idx = np.indices(self._index.shape, sparse=True)
-        full: list[np.ndarray] = list(idx)
-        full[self._dim] = self._index
-        np.add.at(grad, tuple(full), g)
+        np.add.at(grad, self._positions, g)
         return (grad,)
 
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    """Pick values along ``dim`` at ``index`` (same rank as ``x``)."""
-    from .reduce import normalize_dims
-
+    """Pick values along ``dim`` at ``index`` (same rank as ``x``, no larger on other dims)."""
     d = x._data
-    (axis,) = normalize_dims(dim, d.ndim)
-    idx = index._data
-    if idx.dtype.kind not in "iu":
-        raise RuntimeError(f"gather(): Expected dtype int64 for index, got {idx.dtype}")
-    if idx.ndim != d.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    idx = idx.astype(np.intp, copy=False)
-    try:
-        out = np.take_along_axis(d, idx, axis=axis)
-    except IndexError as error:
-        raise _index_error(d, error) from None
+    positions = _index_positions("gather", "input", x, dim, index)
+    out = d[positions]
     if needs_grad(x):
         node = GatherBackward0((edge(x),))
-        node._dim, node._index, node._shape = axis, idx, d.shape
+        node._positions, node._shape = positions, d.shape
         return record(out, node)
     return wrap(out)
 
@@ -341,31 +326,42 @@ def _region(positions: tuple[np.ndarray, ...]) -> tuple[slice, ...]:
     return tuple(slice(0, n) for n in shape)
 
 
-def _scatter_positions(op: str, x: Tensor, dim: int, index: Any) -> tuple[int, np.ndarray]:
+def _index_positions(
+    op: str, self_name: str, x: Tensor, dim: int, index: Any
+) -> tuple[np.ndarray, ...]:
+    """The positions gather reads and scatter writes, after torch's checks of ``index``:
+    an integer tensor of x's rank, no larger than x off ``dim``, in bounds along it."""
+    from ._base import not_a_tensor
     from .reduce import normalize_dims
 
     if not isinstance(index, Tensor):
-        from ._base import not_a_tensor
-
         raise not_a_tensor(op, "index", index, 3)
     d, idx = x._data, index._data
     if idx.dtype.kind not in "iu":
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     (axis,) = normalize_dims(dim, d.ndim)
     if idx.ndim != d.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+        raise RuntimeError(
+            f"Index tensor must have the same number of dimensions as {self_name} tensor"
+        )
+    for i, (n, size) in enumerate(zip(idx.shape, d.shape)):
+        if i != axis and n > size:
+            where = f"Size does not match at dimension {i} e" if op == "gather" else "E"
+            raise RuntimeError(
+                f"{where}xpected index {list(idx.shape)} to be no larger than self "
+                f"{list(d.shape)} apart from dimension {axis}"
+            )
     size = d.shape[axis] if d.ndim else 1
     bad = idx[(idx < 0) | (idx >= size)]
     if bad.size:
         raise RuntimeError(
             f"index {int(bad.flat[0])} is out of bounds for dimension {axis} with size {size}"
         )
-    return axis, idx.astype(np.intp, copy=False)
+    return _along(idx.astype(np.intp, copy=False), axis)
 
 
 def _scatter(op: str, x: Tensor, dim: int, index: Any, src: Any, add: bool) -> Tensor:
-    axis, idx = _scatter_positions(op, x, dim, index)
-    positions = _along(idx, axis)
+    positions = _index_positions(op, "self", x, dim, index)
     ts = src if isinstance(src, Tensor) else None
     out = x._data.copy()
     if ts is None:

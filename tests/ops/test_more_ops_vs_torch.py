@@ -142,6 +142,10 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], list[np.ndarray]]] = {
         ),
         [rand(4, 4), rand(3, 2, seed=1)],
     ),
+    "gather_smaller_index": (
+        lambda L, x: (x.gather(1, L.tensor([[0, 3]])), L.gather(x, 0, L.tensor([[2], [2]]))),
+        [rand(3, 4)],
+    ),
     "gather_scatter_roundtrip": (
         lambda L, x: L.zeros(3, 4).scatter_add(1, L.tensor(_IDX), x.gather(1, L.tensor(_IDX))),
         [rand(3, 4)],
@@ -246,6 +250,12 @@ ERRORS: dict[str, Callable[[Any], Any]] = {
     "scatter_bounds": lambda L: L.ones(3, 4).scatter(1, L.tensor([[5]]), 1.0),
     "scatter_float_index": lambda L: L.ones(3, 4).scatter(1, L.tensor([[0.0]]), 1.0),
     "lerp_dtypes": lambda L: L.lerp(L.ones(2), L.ones(2, dtype=L.float64), 0.5),
+    "gather_bounds": lambda L: L.ones(3, 4).gather(1, L.tensor([[0, 9]])),
+    "gather_negative": lambda L: L.ones(3, 4).gather(1, L.tensor([[-1]])),
+    "gather_index_too_large": lambda L: L.ones(3, 4).gather(1, L.zeros(4, 1, dtype=L.int64)),
+    "gather_rank": lambda L: L.ones(3, 4).gather(1, L.tensor([0])),
+    "scatter_index_too_large": lambda L: L.ones(3, 4).scatter(1, L.zeros(4, 1, dtype=L.int64), 1.0),
+    "scatter_rank": lambda L: L.ones(3, 4).scatter(1, L.tensor([0]), 1.0),
 }
 
 
