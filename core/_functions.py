@@ -6,7 +6,7 @@ from ._ops._base import public_op
 from ._ops.arith import add, div, matmul, maximum, minimum, mul, neg, pow, sub, where
 from ._ops.compare import all, any, eq, ge, gt, isfinite, isinf, isnan, le, lt, ne
 from ._ops.cumulative import cumprod, cumsum
-from ._ops.index import gather, masked_fill, scatter, scatter_add
+from ._ops.index import gather, masked_fill, nonzero, scatter, scatter_add
 from ._ops.out import accepts_out
 from ._ops.pointwise import addcdiv, addcmul, lerp
 from ._ops.products import baddbmm, bmm, einsum, mv
@@ -60,6 +60,7 @@ __all__ = [
     "any",
     "argmax",
     "argmin",
+    "argwhere",
     "argsort",
     "baddbmm",
     "bernoulli",
@@ -110,6 +111,7 @@ __all__ = [
     "narrow",
     "ne",
     "neg",
+    "nonzero",
     "norm",
     "normal",
     "permute",
@@ -200,6 +202,11 @@ _TAKE_OUT = [
     "where",
 ]
 globals().update({name: accepts_out(globals()[name]) for name in _TAKE_OUT})
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """The coordinates of the non-zero entries, one row each: ``nonzero(input)``."""
+    return nonzero(input)  # type: ignore[no-any-return]
 
 
 def equal(a: Tensor, b: Tensor) -> bool:

@@ -822,6 +822,15 @@ class Tensor:
     def scatter_add(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
         return _index.scatter_add(self, dim, index, src)
 
+    def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
+        return _index.nonzero(self, as_tuple=as_tuple)
+
+    def argwhere(self) -> Tensor:
+        return _index.nonzero(self)  # type: ignore[no-any-return]
+
+    def where(self, condition: Tensor, other: Any) -> Tensor:
+        return _arith.where(condition, self, other)  # type: ignore[no-any-return]
+
     # ------------------------------------------------------------------ in place
     def __iadd__(self, other: Any) -> Tensor:
         return _inplace.add_(self, other)

@@ -13,6 +13,7 @@ __all__ = [
     "getitem",
     "index_put",
     "masked_fill",
+    "nonzero",
     "normalize_index",
     "one_hot",
     "scatter",
@@ -403,3 +404,15 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     elif idx.size and idx.max() >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
     return wrap((idx[..., None] == np.arange(num_classes)).astype(np.int64))
+
+
+def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
+    """The int64 coordinates of the non-zero entries: one row per entry, or one tensor per
+    dim with ``as_tuple`` (a 0-d tensor counts as 1-d there, as in torch)."""
+    d = x._data
+    coords = np.nonzero(d if d.ndim else d.reshape(1))
+    if as_tuple:
+        return tuple(wrap(c.astype(np.int64)) for c in coords)
+    if d.ndim == 0:
+        return wrap(np.zeros((int(bool(d)), 0), dtype=np.int64))
+    return wrap(np.stack(coords, axis=1).astype(np.int64))
