@@ -142,6 +142,21 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], list[np.ndarray]]] = {
         ),
         [rand(4, 4), rand(3, 2, seed=1)],
     ),
+    "where_nonzero_argwhere": (
+        lambda L, x: (
+            *L.where(x > 0),
+            x.nonzero(),
+            *L.nonzero(x > 1, as_tuple=True),
+            L.argwhere(x < 0),
+            x.where(x > 0, -1.0),
+            L.where(x > 0.5, x, x * 2),
+        ),
+        [rand(3, 4)],
+    ),
+    "nonzero_zero_dim": (
+        lambda L, x: (L.tensor(3.0).nonzero(), *L.tensor(0.0).nonzero(as_tuple=True), x * 1),
+        [rand(2)],
+    ),
     "gather_smaller_index": (
         lambda L, x: (x.gather(1, L.tensor([[0, 3]])), L.gather(x, 0, L.tensor([[2], [2]]))),
         [rand(3, 4)],
@@ -250,6 +265,7 @@ ERRORS: dict[str, Callable[[Any], Any]] = {
     "scatter_bounds": lambda L: L.ones(3, 4).scatter(1, L.tensor([[5]]), 1.0),
     "scatter_float_index": lambda L: L.ones(3, 4).scatter(1, L.tensor([[0.0]]), 1.0),
     "lerp_dtypes": lambda L: L.lerp(L.ones(2), L.ones(2, dtype=L.float64), 0.5),
+    "where_two_arguments": lambda L: L.where(L.ones(2) > 0, L.ones(2)),
     "gather_bounds": lambda L: L.ones(3, 4).gather(1, L.tensor([[0, 9]])),
     "gather_negative": lambda L: L.ones(3, 4).gather(1, L.tensor([[-1]])),
     "gather_index_too_large": lambda L: L.ones(3, 4).gather(1, L.zeros(4, 1, dtype=L.int64)),
