@@ -163,15 +163,17 @@ def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
         raise RuntimeError(f"\"histogram_cpu\" not implemented for '{_type_name(d)}'")
     if bins <= 0:
         raise RuntimeError("torch.histc: bins must be > 0, but got " + str(bins))
-    lo, hi = float(min), float(max)
+    # every edge in the input's dtype, as torch computes them
+    kind = d.dtype.type
+    lo, hi = kind(min), kind(max)
     if lo == hi and d.size:
-        lo, hi = float(d.min()), float(d.max())
+        lo, hi = d.min(), d.max()
     if lo == hi:
-        lo, hi = lo - 1, hi + 1
+        lo, hi = lo - kind(1), hi + kind(1)
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
     inside = d[(d >= lo) & (d <= hi)]
-    pos = ((inside - d.dtype.type(lo)) * bins / d.dtype.type(hi - lo)).astype(np.int64)
+    pos = ((inside - lo) * kind(bins) / (hi - lo)).astype(np.int64)
     pos = np.minimum(pos, bins - 1)
     return wrap(np.bincount(pos, minlength=bins).astype(d.dtype))
 
