@@ -530,10 +530,16 @@ class Tensor:
     def isfinite(self) -> Tensor:
         return _compare.isfinite(self)
 
-    def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def all(
+        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _compare.all(self, dim, keepdim)
 
-    def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def any(
+        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _compare.any(self, dim, keepdim)
 
     def equal(self, other: Tensor) -> bool:
@@ -595,10 +601,16 @@ class Tensor:
         return _reduce.log_softmax(self, dim)
 
     # ------------------------------------------------------------------ reductions
-    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def sum(
+        self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False, dtype: Any = None
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.sum(self, dim, keepdim, dtype=dtype)
 
-    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def mean(
+        self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False, dtype: Any = None
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.mean(self, dim, keepdim, dtype=dtype)
 
     def var(
@@ -607,8 +619,10 @@ class Tensor:
         unbiased: bool | None = None,
         keepdim: bool = False,
         *,
+        keepdims: bool = False,
         correction: Any = None,
     ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.var(self, dim, unbiased, keepdim, correction=correction)
 
     def std(
@@ -617,35 +631,51 @@ class Tensor:
         unbiased: bool | None = None,
         keepdim: bool = False,
         *,
+        keepdims: bool = False,
         correction: Any = None,
     ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.std(self, dim, unbiased, keepdim, correction=correction)
 
-    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def max(self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False) -> Any:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.max(self, dim, keepdim)
 
-    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def min(self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False) -> Any:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.min(self, dim, keepdim)
 
-    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+    def amax(self, dim: Any = (), keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.amax(self, dim, keepdim)
 
-    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+    def amin(self, dim: Any = (), keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.amin(self, dim, keepdim)
 
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def argmax(
+        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.argmax(self, dim, keepdim)
 
-    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def argmin(
+        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.argmin(self, dim, keepdim)
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
         return _reduce.norm(self, p, dim, keepdim)
 
-    def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def prod(
+        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.prod(self, dim, keepdim)
 
-    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+    def logsumexp(self, dim: Any, keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.logsumexp(self, dim, keepdim)
 
     def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
@@ -673,7 +703,10 @@ class Tensor:
     ) -> Any:
         return _sorting.topk(self, k, dim, largest, sorted)
 
-    def median(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    def median(
+        self, dim: Any = None, keepdim: builtins.bool = False, *, keepdims: builtins.bool = False
+    ) -> Any:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _sorting.median(self, dim, keepdim)
 
     # ------------------------------------------------------------------ shape
