@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._ops._base import public_op
 from ._ops.arith import add, div, matmul, maximum, minimum, mul, neg, pow, sub, where
 from ._ops.compare import all, any, eq, ge, gt, isfinite, isinf, isnan, le, lt, ne
@@ -68,6 +70,7 @@ __all__ = [
     "cat",
     "chunk",
     "clamp",
+    "clone",
     "clip",
     "cos",
     "cumprod",
@@ -202,6 +205,14 @@ _TAKE_OUT = [
     "where",
 ]
 globals().update({name: accepts_out(globals()[name]) for name in _TAKE_OUT})
+
+
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy of ``input`` that stays in the graph (``CloneBackward0``)."""
+    return input.clone(memory_format=memory_format)
+
+
+clone = public_op(clone)
 
 
 def argwhere(input: Tensor) -> Tensor:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _dtype
+from ._memory_format import check_memory_format
 from ._size import Size, as_size
 from .utils.hooks import HookDict, RemovableHandle, SnapshotHookDict
 
@@ -789,13 +790,16 @@ class Tensor:
 
     def contiguous(self, memory_format: Any = None) -> Tensor:
         """``self`` if its entries are laid out in row-major order, else a row-major copy
-        (``CloneBackward0`` in the graph), so that ``.view()`` works on the result."""
+        (``CloneBackward0`` in the graph), so that ``.view()`` works on the result.
+        ``memory_format`` is checked and otherwise ignored (hookgrad._memory_format)."""
+        check_memory_format(self._data.ndim, memory_format)
         return self if self._data.flags.c_contiguous else _shape.clone(self)
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return bool(self._data.flags.c_contiguous)
 
-    def clone(self) -> Tensor:
+    def clone(self, *, memory_format: Any = None) -> Tensor:
+        check_memory_format(self._data.ndim, memory_format)
         return _shape.clone(self)
 
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
@@ -980,7 +984,7 @@ class Tensor:
         return _random.histogram(self, bins, range=range, weight=weight, density=density)
 
     # ------------------------------------------------------------------ factories
-    # ``dtype`` defaults to this tensor's; ``is None``, not ``or``: a numpy dtype is falsy.
+    # ``dtype`` defaults to this tensor's, ``device`` is the CPU (another device raises).
     def new_zeros(
         self,
         *size: Any,
