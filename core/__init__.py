@@ -70,6 +70,7 @@ from ._functions import (
     chunk,
     clamp,
     clip,
+    clone,
     cos,
     cumprod,
     cumsum,
@@ -149,6 +150,13 @@ from ._functions import (
     where,
 )
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from ._size import Size
 from ._tensor import Tensor
 from ._tensor_types import (
@@ -307,6 +315,12 @@ __all__ = [
     "zeros_like",
     "argwhere",
     "nonzero",
+    "clone",
+    "memory_format",
+    "contiguous_format",
+    "preserve_format",
+    "channels_last",
+    "channels_last_3d",
     "addcdiv",
     "addcmul",
     "argsort",
