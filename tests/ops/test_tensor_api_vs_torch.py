@@ -129,8 +129,8 @@ NEW = {
 @pytest.mark.parametrize("name", sorted(NEW))
 @pytest.mark.parametrize("source", ["float64", "int64"])
 def test_new_factories_match_torch(name: str, source: str) -> None:
-    """``new_*`` and ``new`` keep the source's dtype unless ``dtype=`` is given (a numpy
-    dtype is falsy, so a ``dtype or`` default would drop it), with torch's values and shape."""
+    """``new_*`` and ``new`` keep the source's dtype unless ``dtype=`` is given, with torch's
+    values and shape."""
     ours = NEW[name](hookgrad, hookgrad.ones(1, dtype=getattr(hookgrad, source)))
     theirs = NEW[name](torch, torch.ones(1, dtype=getattr(torch, source)))
     assert _dtype(ours) == _dtype(theirs)
@@ -227,3 +227,41 @@ def test_out_keyword_refuses_autograd_and_narrowing_casts_as_torch() -> None:
         assert hookgrad.add(
             hookgrad.ones(2, requires_grad=True), 1, out=hookgrad.empty(2)
         ).tolist() == [2.0, 2.0]
+
+
+# ---------------------------------------------------------------------------- memory_format
+MEMORY_FORMAT = {
+    "clone": lambda L, x: L.clone(x, memory_format=L.contiguous_format),
+    "clone_method": lambda L, x: x.clone(memory_format=L.preserve_format),
+    "contiguous": lambda L, x: x.transpose(0, 1).contiguous(memory_format=L.contiguous_format),
+    "zeros_like": lambda L, x: L.zeros_like(x, memory_format=L.preserve_format),
+    "ones_like": lambda L, x: L.ones_like(x, memory_format=L.contiguous_format),
+    "full_like": lambda L, x: L.full_like(x, 2.5, memory_format=L.preserve_format),
+    "empty_like": lambda L, x: L.empty_like(x, memory_format=L.preserve_format).zero_(),
+    "empty": lambda L, x: L.empty(2, 3, memory_format=L.contiguous_format).zero_(),
+    "to": lambda L, x: x.to(L.float64, memory_format=L.preserve_format),
+    "channels_last_4d": lambda L, x: x.reshape(1, 2, 3, 1).contiguous(
+        memory_format=L.channels_last
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MEMORY_FORMAT))
+def test_memory_format_is_accepted_and_changes_no_values(name: str) -> None:
+    """``memory_format=`` is accepted where torch takes it; values, dtype and shape are torch's
+    (hookgrad keeps every tensor row-major, so the format changes nothing else)."""
+    x0 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ours = MEMORY_FORMAT[name](hookgrad, hookgrad.tensor(x0))
+    theirs = MEMORY_FORMAT[name](torch, torch.tensor(x0))
+    assert ours.tolist() == theirs.tolist() and _dtype(ours) == _dtype(theirs)
+
+
+def test_memory_formats_print_and_check_rank_as_torch() -> None:
+    """The formats print as torch's; channels_last needs a rank-4 tensor (torch's error)."""
+    for name in ("contiguous_format", "preserve_format", "channels_last", "channels_last_3d"):
+        assert repr(getattr(hookgrad, name)) == repr(getattr(torch, name))
+    with pytest.raises(RuntimeError) as theirs:
+        torch.ones(2, 3).contiguous(memory_format=torch.channels_last)
+    with pytest.raises(RuntimeError) as ours:
+        hookgrad.ones(2, 3).contiguous(memory_format=hookgrad.channels_last)
+    assert str(ours.value) == str(theirs.value)
