@@ -257,11 +257,17 @@ def test_memory_format_is_accepted_and_changes_no_values(name: str) -> None:
 
 
 def test_memory_formats_print_and_check_rank_as_torch() -> None:
-    """The formats print as torch's; channels_last needs a rank-4 tensor (torch's error)."""
+    """The formats print as torch's; a channels-last format needs rank 4 (3d: rank 5), torch's
+    error otherwise."""
     for name in ("contiguous_format", "preserve_format", "channels_last", "channels_last_3d"):
         assert repr(getattr(hookgrad, name)) == repr(getattr(torch, name))
-    with pytest.raises(RuntimeError) as theirs:
-        torch.ones(2, 3).contiguous(memory_format=torch.channels_last)
-    with pytest.raises(RuntimeError) as ours:
-        hookgrad.ones(2, 3).contiguous(memory_format=hookgrad.channels_last)
-    assert str(ours.value) == str(theirs.value)
+    for refuse in (
+        lambda L: L.ones(2, 3).contiguous(memory_format=L.channels_last),
+        lambda L: L.ones(2, 3).clone(memory_format=L.channels_last),
+        lambda L: L.ones(2, 3, 4, 5).to(memory_format=L.channels_last_3d),
+    ):
+        with pytest.raises(RuntimeError) as theirs:
+            refuse(torch)
+        with pytest.raises(RuntimeError) as ours:
+            refuse(hookgrad)
+        assert str(ours.value) == str(theirs.value)
