@@ -104,9 +104,17 @@ class Tensor:
         return as_size(self._data.shape)
 
     def size(self, dim: int | None = None) -> Any:
+        shape = self._data.shape
         if dim is None:
-            return as_size(self._data.shape)
-        return self._data.shape[dim]
+            return as_size(shape)
+        if not -len(shape) <= dim < len(shape):
+            if not shape:
+                raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-len(shape)}, "
+                f"{len(shape) - 1}], but got {dim})"
+            )
+        return shape[dim]
 
     def dim(self) -> int:
         return self._data.ndim

@@ -48,6 +48,17 @@ def test_size_constructor_checks_ints_as_torch() -> None:
     assert str(ours.value) == str(theirs.value)
 
 
+@pytest.mark.parametrize(("shape", "dim"), [((2, 3), 5), ((2, 3), -3), ((), 0)])
+def test_size_of_a_missing_dim_is_torch_index_error(shape: tuple[int, ...], dim: int) -> None:
+    """``size(dim)`` for a dim the tensor lacks is torch's IndexError, message included."""
+    with pytest.raises(IndexError) as theirs:
+        torch.ones(shape).size(dim)
+    with pytest.raises(IndexError) as ours:
+        hookgrad.ones(shape).size(dim)
+    assert str(ours.value) == str(theirs.value)
+    assert hookgrad.ones(2, 3).size(-1) == torch.ones(2, 3).size(-1) == 3
+
+
 def test_size_pickles_as_size() -> None:
     """A Size survives pickling as a Size."""
     shape = pickle.loads(pickle.dumps(hookgrad.zeros(4, 1).shape))
