@@ -75,6 +75,18 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], list[np.ndarray]]] = {
         lambda L, a, b: L.einsum("...ij,...jk->...ik", [a, b]),
         [rand(2, 3, 4), rand(2, 4, 2, seed=1)],
     ),
+    "einsum_ellipsis_broadcast": (
+        lambda L, a, b: L.einsum("...ij,...jk->...ik", a, b),
+        [rand(2, 1, 3, 4), rand(5, 4, 2, seed=1)],
+    ),
+    "einsum_three_operands": (
+        lambda L, a, b, c: L.einsum("ij,jk,kl->il", a, b, c),
+        [rand(2, 3), rand(3, 3, seed=1), rand(3, 2, seed=2)],
+    ),
+    "einsum_bilinear": (
+        lambda L, a, w, b: L.einsum("bn,anm,bm->ba", a, w, b),
+        [rand(2, 3), rand(4, 3, 5, seed=1), rand(2, 5, seed=2)],
+    ),
     "einsum_diagonal": (lambda L, a: (L.einsum("ii->i", a), L.einsum("ii", a)), [rand(3, 3)]),
     "einsum_transpose_implicit": (lambda L, a: L.einsum("ji", a), [rand(2, 3)]),
     "lerp_number": (
