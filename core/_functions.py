@@ -217,7 +217,7 @@ clone = public_op(clone)
 
 def argwhere(input: Tensor) -> Tensor:
     """The coordinates of the non-zero entries, one row each: ``nonzero(input)``."""
-    return nonzero(input)  # type: ignore[no-any-return]
+    return nonzero(input)
 
 
 def equal(a: Tensor, b: Tensor) -> bool:

@@ -871,10 +871,10 @@ class Tensor:
         return _index.nonzero(self, as_tuple=as_tuple)
 
     def argwhere(self) -> Tensor:
-        return _index.nonzero(self)  # type: ignore[no-any-return]
+        return _index.nonzero(self)
 
     def where(self, condition: Tensor, other: Any) -> Tensor:
-        return _arith.where(condition, self, other)  # type: ignore[no-any-return]
+        return _arith.where(condition, self, other)
 
     # ------------------------------------------------------------------ in place
     def __iadd__(self, other: Any) -> Tensor:
