@@ -196,7 +196,13 @@ def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
     )
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(
+    *size: Any,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
     _cpu_only(device)
     return _leaf(
         np.empty(_shape(size, "empty"), dtype=resolve_dtype(dtype) or float32), requires_grad
@@ -217,11 +223,18 @@ def full(
 
 
 def _like(t: Tensor, dtype: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """The shape and dtype of a ``*_like`` result (``memory_format=`` is accepted by the
+    callers and changes nothing: hookgrad tensors are row-major)."""
     return t._data.shape, resolve_dtype(dtype) or t._data.dtype
 
 
 def zeros_like(
-    t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    t: Tensor,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
     shape, dt = _like(t, dtype)
@@ -229,7 +242,12 @@ def zeros_like(
 
 
 def ones_like(
-    t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    t: Tensor,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
     shape, dt = _like(t, dtype)
@@ -237,7 +255,12 @@ def ones_like(
 
 
 def empty_like(
-    t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    t: Tensor,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
     shape, dt = _like(t, dtype)
@@ -251,6 +274,7 @@ def full_like(
     dtype: Any = None,
     device: Any = None,
     requires_grad: bool = False,
+    memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
     shape, dt = _like(t, dtype)
@@ -258,7 +282,12 @@ def full_like(
 
 
 def rand_like(
-    t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    t: Tensor,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
     shape, dt = _like(t, dtype)
@@ -266,7 +295,12 @@ def rand_like(
 
 
 def randn_like(
-    t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    t: Tensor,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
     shape, dt = _like(t, dtype)

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._ops._base import public_op
 from ._ops.arith import add, div, matmul, maximum, minimum, mul, neg, pow, sub, where
 from ._ops.compare import all, any, eq, ge, gt, isfinite, isinf, isnan, le, lt, ne
-from ._ops.index import gather, masked_fill
+from ._ops.cumulative import cumprod, cumsum
+from ._ops.index import gather, masked_fill, nonzero, scatter, scatter_add
+from ._ops.out import accepts_out
+from ._ops.pointwise import addcdiv, addcmul, lerp
+from ._ops.products import baddbmm, bmm, einsum, mv
+from ._ops.random import bernoulli, histc, histogram, multinomial, normal
+from ._ops.rearrange import flip, index_select, narrow, repeat_interleave, tril, triu
 from ._ops.reduce import (
     amax,
     amin,
@@ -32,16 +40,21 @@ from ._ops.shape import (
     split,
     squeeze,
     stack,
+    t,
     transpose,
     unbind,
     unsqueeze,
 )
-from ._ops.unary import abs, clamp, cos, exp, log, relu, sigmoid, sign, sin, sqrt, tanh
+from ._ops.sorting import argsort, median, sort, topk
+from ._ops.stats import std_mean, var_mean
+from ._ops.unary import abs, clamp, cos, exp, log, log2, log10, relu, sigmoid, sign, sin, sqrt, tanh
 from ._tensor import Tensor
 
 __all__ = [
     "abs",
     "add",
+    "addcdiv",
+    "addcmul",
     "all",
     "allclose",
     "amax",
@@ -49,24 +62,40 @@ __all__ = [
     "any",
     "argmax",
     "argmin",
+    "argwhere",
+    "argsort",
+    "baddbmm",
+    "bernoulli",
+    "bmm",
     "cat",
     "chunk",
     "clamp",
+    "clone",
     "clip",
     "cos",
+    "cumprod",
+    "cumsum",
     "div",
+    "einsum",
     "eq",
     "equal",
     "exp",
     "flatten",
+    "flip",
     "gather",
     "ge",
     "gt",
+    "histc",
+    "histogram",
+    "index_select",
     "isfinite",
     "isinf",
     "isnan",
     "le",
+    "lerp",
     "log",
+    "log10",
+    "log2",
     "log_softmax",
     "logsumexp",
     "lt",
@@ -75,44 +104,120 @@ __all__ = [
     "max",
     "maximum",
     "mean",
+    "median",
     "min",
     "minimum",
     "mm",
     "mul",
+    "multinomial",
+    "mv",
+    "narrow",
     "ne",
     "neg",
+    "nonzero",
     "norm",
+    "normal",
     "permute",
     "pow",
     "prod",
     "relu",
+    "repeat_interleave",
     "reshape",
+    "scatter",
+    "scatter_add",
     "sigmoid",
     "sign",
     "sin",
     "softmax",
+    "sort",
     "split",
     "sqrt",
     "squeeze",
     "stack",
     "std",
+    "std_mean",
     "sub",
     "sum",
+    "t",
     "tanh",
+    "topk",
     "transpose",
+    "tril",
+    "triu",
     "unbind",
     "unsqueeze",
     "var",
+    "var_mean",
     "where",
 ]
 
 # Every op above as its public function form: a first argument that is not a Tensor is
-# torch's TypeError (see public_op), checked only after the call failed.
+# torch's TypeError (see public_op), checked only after the call failed. einsum's first
+# argument is the equation, normal's may be a number.
+_NOT_TENSOR_FIRST = frozenset({"einsum", "normal"})
 globals().update(
-    {name: public_op(value) for name, value in tuple(globals().items()) if name in __all__}
+    {
+        name: public_op(value)
+        for name, value in tuple(globals().items())
+        if name in __all__ and name not in _NOT_TENSOR_FIRST
+    }
 )
 clip = clamp
 mm = matmul
+
+# torch's function forms that take ``out=`` (the ones training code uses).
+_TAKE_OUT = [
+    "abs",
+    "add",
+    "addcdiv",
+    "addcmul",
+    "bmm",
+    "cat",
+    "clamp",
+    "cos",
+    "cumprod",
+    "cumsum",
+    "div",
+    "exp",
+    "gather",
+    "index_select",
+    "lerp",
+    "log",
+    "log10",
+    "log2",
+    "matmul",
+    "maximum",
+    "mean",
+    "minimum",
+    "mm",
+    "mul",
+    "mv",
+    "neg",
+    "pow",
+    "prod",
+    "sigmoid",
+    "sin",
+    "sqrt",
+    "stack",
+    "sub",
+    "sum",
+    "tanh",
+    "where",
+]
+globals().update({name: accepts_out(globals()[name]) for name in _TAKE_OUT})
+
+
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy of ``input`` that stays in the graph (``CloneBackward0``)."""
+    return input.clone(memory_format=memory_format)
+
+
+clone = public_op(clone)
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """The coordinates of the non-zero entries, one row each: ``nonzero(input)``."""
+    return nonzero(input)
 
 
 def equal(a: Tensor, b: Tensor) -> bool:

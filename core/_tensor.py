@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _dtype
+from ._memory_format import check_memory_format
+from ._size import Size, as_size
 from .utils.hooks import HookDict, RemovableHandle, SnapshotHookDict
 
 if TYPE_CHECKING:
@@ -98,13 +100,21 @@ class Tensor:
 
     # ------------------------------------------------------------------ metadata
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self._data.shape
+    def shape(self) -> Size:
+        return as_size(self._data.shape)
 
     def size(self, dim: int | None = None) -> Any:
+        shape = self._data.shape
         if dim is None:
-            return self._data.shape
-        return self._data.shape[dim]
+            return as_size(shape)
+        if not -len(shape) <= dim < len(shape):
+            if not shape:
+                raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-len(shape)}, "
+                f"{len(shape) - 1}], but got {dim})"
+            )
+        return shape[dim]
 
     def dim(self) -> int:
         return self._data.ndim
@@ -128,6 +138,11 @@ class Tensor:
 
     @property
     def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def is_sparse(self) -> bool:
+        """Always False: hookgrad tensors are dense (strided), as torch's default."""
         return False
 
     def is_floating_point(self) -> bool:
@@ -431,9 +446,13 @@ class Tensor:
     def __mod__(self, other: Any) -> Tensor:
         return _arith.remainder(self, other)
 
-    add = __add__
-    sub = __sub__
-    subtract = __sub__
+    def add(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return _arith.add(self, other, alpha=alpha)
+
+    def sub(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return _arith.sub(self, other, alpha=alpha)
+
+    subtract = sub
     mul = __mul__
     multiply = __mul__
     div = __truediv__
@@ -449,7 +468,23 @@ class Tensor:
     def mm(self, other: Tensor) -> Tensor:
         return _arith.matmul(self, other)
 
-    bmm = mm
+    def bmm(self, mat2: Tensor) -> Tensor:
+        return _products.bmm(self, mat2)
+
+    def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        return _products.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def mv(self, vec: Tensor) -> Tensor:
+        return _products.mv(self, vec)
+
+    def lerp(self, end: Tensor, weight: Any) -> Tensor:
+        return _pointwise.lerp(self, end, weight)
+
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        return _pointwise.addcmul(self, tensor1, tensor2, value=value)
+
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        return _pointwise.addcdiv(self, tensor1, tensor2, value=value)
 
     def dot(self, other: Tensor) -> Tensor:
         return _arith.matmul(self, other)
@@ -504,10 +539,16 @@ class Tensor:
     def isfinite(self) -> Tensor:
         return _compare.isfinite(self)
 
-    def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def all(
+        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _compare.all(self, dim, keepdim)
 
-    def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def any(
+        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _compare.any(self, dim, keepdim)
 
     def equal(self, other: Tensor) -> bool:
@@ -529,6 +570,12 @@ class Tensor:
 
     def sqrt(self) -> Tensor:
         return _unary.sqrt(self)
+
+    def log10(self) -> Tensor:
+        return _unary.log10(self)
+
+    def log2(self) -> Tensor:
+        return _unary.log2(self)
 
     def abs(self) -> Tensor:
         return _unary.abs(self)
@@ -563,10 +610,16 @@ class Tensor:
         return _reduce.log_softmax(self, dim)
 
     # ------------------------------------------------------------------ reductions
-    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def sum(
+        self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False, dtype: Any = None
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.sum(self, dim, keepdim, dtype=dtype)
 
-    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def mean(
+        self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False, dtype: Any = None
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.mean(self, dim, keepdim, dtype=dtype)
 
     def var(
@@ -575,8 +628,10 @@ class Tensor:
         unbiased: bool | None = None,
         keepdim: bool = False,
         *,
+        keepdims: bool = False,
         correction: Any = None,
     ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.var(self, dim, unbiased, keepdim, correction=correction)
 
     def std(
@@ -585,36 +640,83 @@ class Tensor:
         unbiased: bool | None = None,
         keepdim: bool = False,
         *,
+        keepdims: bool = False,
         correction: Any = None,
     ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.std(self, dim, unbiased, keepdim, correction=correction)
 
-    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def max(self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False) -> Any:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.max(self, dim, keepdim)
 
-    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def min(self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False) -> Any:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.min(self, dim, keepdim)
 
-    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+    def amax(self, dim: Any = (), keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.amax(self, dim, keepdim)
 
-    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+    def amin(self, dim: Any = (), keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.amin(self, dim, keepdim)
 
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def argmax(
+        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.argmax(self, dim, keepdim)
 
-    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def argmin(
+        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.argmin(self, dim, keepdim)
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
         return _reduce.norm(self, p, dim, keepdim)
 
-    def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def prod(
+        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+    ) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.prod(self, dim, keepdim)
 
-    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+    def logsumexp(self, dim: Any, keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.logsumexp(self, dim, keepdim)
+
+    def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        return _cumulative.cumsum(self, dim, dtype=dtype)
+
+    def cumprod(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        return _cumulative.cumprod(self, dim, dtype=dtype)
+
+    def sort(
+        self, dim: builtins.int = -1, descending: builtins.bool = False, *, stable: Any = False
+    ) -> Any:
+        return _sorting.sort(self, dim, descending, stable=stable)
+
+    def argsort(
+        self, dim: builtins.int = -1, descending: builtins.bool = False, *, stable: Any = False
+    ) -> Tensor:
+        return _sorting.argsort(self, dim, descending, stable=stable)
+
+    def topk(
+        self,
+        k: builtins.int,
+        dim: builtins.int = -1,
+        largest: builtins.bool = True,
+        sorted: builtins.bool = True,
+    ) -> Any:
+        return _sorting.topk(self, k, dim, largest, sorted)
+
+    def median(
+        self, dim: Any = None, keepdim: builtins.bool = False, *, keepdims: builtins.bool = False
+    ) -> Any:
+        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+        return _sorting.median(self, dim, keepdim)
 
     # ------------------------------------------------------------------ shape
     def reshape(self, *shape: Any) -> Tensor:
@@ -647,6 +749,26 @@ class Tensor:
     def t(self) -> Tensor:
         return _shape.t(self)
 
+    def tril(self, diagonal: builtins.int = 0) -> Tensor:
+        return _rearrange.tril(self, diagonal)
+
+    def triu(self, diagonal: builtins.int = 0) -> Tensor:
+        return _rearrange.triu(self, diagonal)
+
+    def flip(self, *dims: Any) -> Tensor:
+        return _rearrange.flip(self, *dims)
+
+    def narrow(self, dim: builtins.int, start: Any, length: builtins.int) -> Tensor:
+        return _rearrange.narrow(self, dim, start, length)
+
+    def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
+        return _rearrange.index_select(self, dim, index)
+
+    def repeat_interleave(
+        self, repeats: Any = None, dim: Any = None, *, output_size: Any = None
+    ) -> Tensor:
+        return _rearrange.repeat_interleave(self, repeats, dim, output_size=output_size)
+
     @property
     def T(self) -> Tensor:
         return _shape.permute(self, tuple(range(self._data.ndim - 1, -1, -1)))
@@ -676,20 +798,29 @@ class Tensor:
 
     def contiguous(self, memory_format: Any = None) -> Tensor:
         """``self`` if its entries are laid out in row-major order, else a row-major copy
-        (``CloneBackward0`` in the graph), so that ``.view()`` works on the result."""
+        (``CloneBackward0`` in the graph), so that ``.view()`` works on the result.
+        ``memory_format`` is checked and otherwise ignored (hookgrad._memory_format)."""
+        check_memory_format(self._data.ndim, memory_format)
         return self if self._data.flags.c_contiguous else _shape.clone(self)
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return bool(self._data.flags.c_contiguous)
 
-    def clone(self) -> Tensor:
+    def clone(self, *, memory_format: Any = None) -> Tensor:
+        check_memory_format(self._data.ndim, memory_format)
         return _shape.clone(self)
 
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
         return _shape.to(self, *args, **kwargs)
 
-    def type(self, dtype: Any) -> Tensor:
-        return _shape.to(self, dtype)
+    def type(self, dtype: Any = None, non_blocking: builtins.bool = False) -> Any:
+        """Without ``dtype``, torch's type name (``'torch.FloatTensor'``); else a cast to a
+        dtype, a typed class (``hookgrad.DoubleTensor``) or its name."""
+        from ._tensor_types import type_dtype, type_name
+
+        if dtype is None:
+            return type_name(self._data.dtype)
+        return _shape.to(self, type_dtype(dtype))
 
     def type_as(self, other: Tensor) -> Tensor:
         return _shape.to(self, other._data.dtype)
@@ -727,6 +858,23 @@ class Tensor:
 
     def gather(self, dim: builtins.int, index: Tensor) -> Tensor:
         return _index.gather(self, dim, index)
+
+    def scatter(
+        self, dim: builtins.int, index: Tensor, src: Any = None, *, value: Any = None
+    ) -> Tensor:
+        return _index.scatter(self, dim, index, src, value=value)
+
+    def scatter_add(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
+        return _index.scatter_add(self, dim, index, src)
+
+    def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
+        return _index.nonzero(self, as_tuple=as_tuple)
+
+    def argwhere(self) -> Tensor:
+        return _index.nonzero(self)
+
+    def where(self, condition: Tensor, other: Any) -> Tensor:
+        return _arith.where(condition, self, other)
 
     # ------------------------------------------------------------------ in place
     def __iadd__(self, other: Any) -> Tensor:
@@ -773,34 +921,156 @@ class Tensor:
     def relu_(self) -> Tensor:
         return _inplace.relu_(self)
 
+    def sign_(self) -> Tensor:
+        return _inplace.functional_(self, _unary.sign)
+
+    def tril_(self, diagonal: builtins.int = 0) -> Tensor:
+        return _inplace.functional_(self, lambda s: _rearrange.tril(s, diagonal))
+
+    def triu_(self, diagonal: builtins.int = 0) -> Tensor:
+        return _inplace.functional_(self, lambda s: _rearrange.triu(s, diagonal))
+
+    def lerp_(self, end: Tensor, weight: Any) -> Tensor:
+        return _inplace.functional_(self, lambda s: _pointwise.lerp(s, end, weight), end, weight)
+
+    def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        return _inplace.functional_(
+            self, lambda s: _pointwise.addcmul(s, tensor1, tensor2, value=value), tensor1, tensor2
+        )
+
+    def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+        return _inplace.functional_(
+            self, lambda s: _pointwise.addcdiv(s, tensor1, tensor2, value=value), tensor1, tensor2
+        )
+
+    def scatter_(
+        self, dim: builtins.int, index: Tensor, src: Any = None, *, value: Any = None
+    ) -> Tensor:
+        return _inplace.functional_(
+            self, lambda s: _index.scatter(s, dim, index, src, value=value), src
+        )
+
+    def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
+        return _inplace.functional_(self, lambda s: _index.scatter_add(s, dim, index, src), src)
+
+    # ------------------------------------------------------------------ sampling
+    def normal_(self, mean: Any = 0.0, std: Any = 1.0, *, generator: Any = None) -> Tensor:
+        return _random.normal_(self, mean, std, generator=generator)
+
+    def uniform_(self, a: Any = 0.0, b: Any = 1.0, *, generator: Any = None) -> Tensor:
+        return _random.uniform_(self, a, b, generator=generator)
+
+    def exponential_(self, lambd: Any = 1.0, *, generator: Any = None) -> Tensor:
+        return _random.exponential_(self, lambd, generator=generator)
+
+    def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+        return _random.bernoulli_(self, p, generator=generator)
+
+    def bernoulli(self, p: Any = None, *, generator: Any = None) -> Tensor:
+        return _random.bernoulli(self, p, generator=generator)
+
+    def multinomial(
+        self,
+        num_samples: builtins.int,
+        replacement: builtins.bool = False,
+        *,
+        generator: Any = None,
+    ) -> Tensor:
+        return _random.multinomial(self, num_samples, replacement, generator=generator)
+
+    def histc(self, bins: builtins.int = 100, min: Any = 0, max: Any = 0) -> Tensor:
+        return _random.histc(self, bins, min, max)
+
+    def histogram(
+        self,
+        bins: Any = 100,
+        *,
+        range: Any = None,
+        weight: Any = None,
+        density: builtins.bool = False,
+    ) -> Any:
+        return _random.histogram(self, bins, range=range, weight=weight, density=density)
+
     # ------------------------------------------------------------------ factories
+    # ``dtype`` defaults to this tensor's, ``device`` is the CPU (another device raises).
     def new_zeros(
-        self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False
+        self,
+        *size: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
     ) -> Tensor:
         from ._creation import zeros
 
-        return zeros(*size, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
+        return zeros(*size, dtype=self._dtype_or(dtype), device=device, requires_grad=requires_grad)
 
     def new_ones(
-        self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False
+        self,
+        *size: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
     ) -> Tensor:
         from ._creation import ones
 
-        return ones(*size, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
+        return ones(*size, dtype=self._dtype_or(dtype), device=device, requires_grad=requires_grad)
+
+    def new_empty(
+        self,
+        *size: Any,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
+    ) -> Tensor:
+        from ._creation import empty
+
+        return empty(*size, dtype=self._dtype_or(dtype), device=device, requires_grad=requires_grad)
 
     def new_full(
-        self, size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: builtins.bool = False
+        self,
+        size: Any,
+        fill_value: Any,
+        *,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
     ) -> Tensor:
         from ._creation import full
 
-        return full(size, fill_value, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
+        return full(
+            size,
+            fill_value,
+            dtype=self._dtype_or(dtype),
+            device=device,
+            requires_grad=requires_grad,
+        )
 
     def new_tensor(
-        self, data: Any, *, dtype: Any = None, requires_grad: builtins.bool = False
+        self,
+        data: Any,
+        *,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: builtins.bool = False,
     ) -> Tensor:
         from ._creation import tensor
 
-        return tensor(data, dtype=dtype or self._data.dtype, requires_grad=requires_grad)
+        return tensor(data, dtype=self._dtype_or(dtype), device=device, requires_grad=requires_grad)
+
+    def new(self, *args: Any, device: Any = None) -> Tensor:
+        """The legacy constructor in this tensor's dtype: ``new()`` is empty, ``new(2, 3)``
+        uninitialised of that size, ``new(data)`` a copy of the data, ``new(tensor)`` an alias."""
+        from ._creation import _cpu_only
+
+        _cpu_only(device)
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            return args[0]
+        if not args or all(isinstance(a, builtins.int) for a in args):
+            return self.new_empty(args or (0,))
+        return self.new_tensor(args[0] if len(args) == 1 else args)
+
+    def _dtype_or(self, dtype: Any) -> Any:
+        return self._data.dtype if dtype is None else dtype
 
 
 def _as_tensor_like(value: Any, like: Tensor) -> Tensor:
@@ -813,8 +1083,14 @@ def _as_tensor_like(value: Any, like: Tensor) -> Tensor:
 from . import _read_only  # noqa: E402
 from ._ops import arith as _arith  # noqa: E402
 from ._ops import compare as _compare  # noqa: E402
+from ._ops import cumulative as _cumulative  # noqa: E402
 from ._ops import index as _index  # noqa: E402
 from ._ops import inplace as _inplace  # noqa: E402
+from ._ops import pointwise as _pointwise  # noqa: E402
+from ._ops import products as _products  # noqa: E402
+from ._ops import random as _random  # noqa: E402
+from ._ops import rearrange as _rearrange  # noqa: E402
 from ._ops import reduce as _reduce  # noqa: E402
 from ._ops import shape as _shape  # noqa: E402
+from ._ops import sorting as _sorting  # noqa: E402
 from ._ops import unary as _unary  # noqa: E402

@@ -629,6 +629,10 @@ class WhereBackward0(Node):
         )
 
 
+_ONE_ARGUMENT: Any = object()
+"""The default of where's ``input`` and ``other``: the one-argument form."""
+
+
 def _where_operand(value: Any, like: Tensor, name: str) -> Tensor:
     if isinstance(value, Tensor):
         return value
@@ -637,8 +641,19 @@ def _where_operand(value: Any, like: Tensor, name: str) -> Tensor:
     return wrap(np.asarray(value, dtype=like._data.dtype))
 
 
-def where(condition: Tensor, input: Any, other: Any) -> Tensor:
-    """Pick from ``input`` where ``condition`` holds, else from ``other``."""
+def where(condition: Tensor, input: Any = _ONE_ARGUMENT, other: Any = _ONE_ARGUMENT) -> Any:
+    """Pick from ``input`` where ``condition`` holds, else from ``other``; ``where(condition)``
+    alone is ``nonzero(condition, as_tuple=True)``."""
+    if input is _ONE_ARGUMENT or other is _ONE_ARGUMENT:
+        if input is not other:
+            given = "Tensor" if isinstance(input, Tensor) else type(input).__name__
+            raise TypeError(
+                "where() received an invalid combination of arguments - got "
+                f"(Tensor, {given}), but expected one of:"
+            )
+        from .index import nonzero
+
+        return nonzero(condition, as_tuple=True)
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     like = input if isinstance(input, Tensor) else other
     if not isinstance(like, Tensor):

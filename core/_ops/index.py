@@ -8,7 +8,17 @@ import numpy as np
 
 from ._base import Node, Tensor, edge, grad_state, needs_grad, record, sum_to, wrap
 
-__all__ = ["gather", "getitem", "index_put", "masked_fill", "normalize_index"]
+__all__ = [
+    "gather",
+    "getitem",
+    "index_put",
+    "masked_fill",
+    "nonzero",
+    "normalize_index",
+    "one_hot",
+    "scatter",
+    "scatter_add",
+]
 
 _BASIC = (int, slice, type(None), type(Ellipsis))
 
@@ -239,39 +249,170 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 
 class GatherBackward0(Node):
-    __slots__ = ("_dim", "_index", "_shape")
+    __slots__ = ("_positions", "_shape")
 
-    _dim: int
-    _index: np.ndarray
+    _positions: tuple[np.ndarray, ...]
     _shape: tuple[int, ...]
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         grad = np.zeros(self._shape, dtype=g.dtype)
-        idx = np.indices(self._index.shape, sparse=True)
-        full: list[np.ndarray] = list(idx)
-        full[self._dim] = self._index
-        np.add.at(grad, tuple(full), g)
+        np.add.at(grad, self._positions, g)
         return (grad,)
 
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    """Pick values along ``dim`` at ``index`` (same rank as ``x``)."""
-    from .reduce import normalize_dims
-
+    """Pick values along ``dim`` at ``index`` (same rank as ``x``, no larger on other dims)."""
     d = x._data
-    (axis,) = normalize_dims(dim, d.ndim)
-    idx = index._data
-    if idx.dtype.kind not in "iu":
-        raise RuntimeError(f"gather(): Expected dtype int64 for index, got {idx.dtype}")
-    if idx.ndim != d.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    idx = idx.astype(np.intp, copy=False)
-    try:
-        out = np.take_along_axis(d, idx, axis=axis)
-    except IndexError as error:
-        raise _index_error(d, error) from None
+    positions = _index_positions("gather", "input", x, dim, index)
+    out = d[positions]
     if needs_grad(x):
         node = GatherBackward0((edge(x),))
-        node._dim, node._index, node._shape = axis, idx, d.shape
+        node._positions, node._shape = positions, d.shape
         return record(out, node)
     return wrap(out)
+
+
+def _along(index: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
+    """Full fancy-index tuple addressing ``x[..., index[i], ...]`` (index on ``axis``, the
+    entry's own position on every other dim): the positions gather reads and scatter writes."""
+    full: list[np.ndarray] = list(np.indices(index.shape, sparse=True))
+    full[axis] = index
+    return tuple(full)
+
+
+class ScatterBackward0(Node):
+    """scatter with a src tensor: overwritten entries of self get no gradient, src gets the
+    gradient gathered at the positions it wrote."""
+
+    __slots__ = ("_positions", "_src_shape")
+
+    _positions: tuple[np.ndarray, ...]
+    _src_shape: tuple[int, ...]
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        e_self, e_src = self._next
+        g_self = g_src = None
+        if e_self is not None:
+            g_self = g.copy()
+            g_self[self._positions] = 0
+        if e_src is not None:
+            g_src = np.zeros(self._src_shape, dtype=g.dtype)
+            g_src[_region(self._positions)] = g[self._positions]
+        return (g_self, g_src)
+
+
+class ScatterBackward1(ScatterBackward0):
+    """scatter with a number value."""
+
+    __slots__ = ()
+
+
+class ScatterAddBackward0(ScatterBackward0):
+    """scatter_add: self's gradient passes whole, src gets it gathered."""
+
+    __slots__ = ()
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        e_self, e_src = self._next
+        g_src = None
+        if e_src is not None:
+            g_src = np.zeros(self._src_shape, dtype=g.dtype)
+            g_src[_region(self._positions)] = g[self._positions]
+        return (g if e_self is not None else None, g_src)
+
+
+def _region(positions: tuple[np.ndarray, ...]) -> tuple[slice, ...]:
+    """The leading block of src that index covers (src may be larger than index)."""
+    shape = np.broadcast_shapes(*(p.shape for p in positions))
+    return tuple(slice(0, n) for n in shape)
+
+
+def _index_positions(
+    op: str, self_name: str, x: Tensor, dim: int, index: Any
+) -> tuple[np.ndarray, ...]:
+    """The positions gather reads and scatter writes, after torch's checks of ``index``:
+    an integer tensor of x's rank, no larger than x off ``dim``, in bounds along it."""
+    from ._base import not_a_tensor
+    from .reduce import normalize_dims
+
+    if not isinstance(index, Tensor):
+        raise not_a_tensor(op, "index", index, 3)
+    d, idx = x._data, index._data
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+    (axis,) = normalize_dims(dim, d.ndim)
+    if idx.ndim != d.ndim:
+        raise RuntimeError(
+            f"Index tensor must have the same number of dimensions as {self_name} tensor"
+        )
+    for i, (n, size) in enumerate(zip(idx.shape, d.shape)):
+        if i != axis and n > size:
+            where = f"Size does not match at dimension {i} e" if op == "gather" else "E"
+            raise RuntimeError(
+                f"{where}xpected index {list(idx.shape)} to be no larger than self "
+                f"{list(d.shape)} apart from dimension {axis}"
+            )
+    size = d.shape[axis] if d.ndim else 1
+    bad = idx[(idx < 0) | (idx >= size)]
+    if bad.size:
+        raise RuntimeError(
+            f"index {int(bad.flat[0])} is out of bounds for dimension {axis} with size {size}"
+        )
+    return _along(idx.astype(np.intp, copy=False), axis)
+
+
+def _scatter(op: str, x: Tensor, dim: int, index: Any, src: Any, add: bool) -> Tensor:
+    positions = _index_positions(op, "self", x, dim, index)
+    ts = src if isinstance(src, Tensor) else None
+    out = x._data.copy()
+    if ts is None:
+        values: Any = np.asarray(src, dtype=out.dtype)
+    else:
+        values = ts._data[_region(positions)]
+    if add:
+        np.add.at(out, positions, values)
+    else:
+        out[positions] = values
+    if needs_grad(x, *(() if ts is None else (ts,))):
+        cls = ScatterAddBackward0 if add else (ScatterBackward1 if ts is None else ScatterBackward0)
+        node = cls((edge(x), None if ts is None else edge(ts)))
+        node._positions = positions
+        node._src_shape = () if ts is None else ts._data.shape
+        return record(out, node)
+    return wrap(out)
+
+
+def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None) -> Tensor:
+    """A copy of ``x`` with ``src`` (a tensor or number) written at ``index`` along ``dim``."""
+    return _scatter("scatter", x, dim, index, value if src is None else src, add=False)
+
+
+def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
+    return _scatter("scatter_add", x, dim, index, src, add=True)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 rows with a 1 at each class index (``num_classes`` = max + 1 when -1)."""
+    idx = tensor._data
+    if idx.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if idx.size and idx.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(idx.max()) + 1 if idx.size else 0
+    elif idx.size and idx.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return wrap((idx[..., None] == np.arange(num_classes)).astype(np.int64))
+
+
+def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
+    """The int64 coordinates of the non-zero entries: one row per entry, or one tensor per
+    dim with ``as_tuple`` (a 0-d tensor counts as 1-d there, as in torch)."""
+    d = x._data
+    coords = np.nonzero(d if d.ndim else d.reshape(1))
+    if as_tuple:
+        return tuple(wrap(c.astype(np.int64)) for c in coords)
+    if d.ndim == 0:
+        return wrap(np.zeros((int(bool(d)), 0), dtype=np.int64))
+    return wrap(np.stack(coords, axis=1).astype(np.int64))

@@ -24,6 +24,7 @@ __all__ = [
     "copy_",
     "div_",
     "fill_",
+    "functional_",
     "masked_fill_",
     "mul_",
     "pin_saved_output",
@@ -218,3 +219,10 @@ def masked_fill_(x: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 def _tensor_or_none(value: Any) -> Tensor | None:
     return value if isinstance(value, Tensor) else None
+
+
+def functional_(x: Tensor, kernel: Callable[[Tensor], Tensor], *others: Any) -> Tensor:
+    """The in-place form of an out-of-place op ``kernel`` (``tril_``, ``addcmul_``, ...):
+    recorded as that op when ``x`` or a tensor among ``others`` requires grad."""
+    needing = [t for t in others if isinstance(t, Tensor) and t._requires_grad]
+    return apply_inplace(x, kernel, needing[0] if needing else None)

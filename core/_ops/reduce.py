@@ -107,7 +107,10 @@ def _reduction(
     return record(out, node)
 
 
-def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def sum(
+    x: Tensor, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False, dtype: Any = None
+) -> Tensor:
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
     dims = normalize_dims(dim, d.ndim, reduce=True)
     out = np.sum(d, axis=dims, keepdims=keepdim, dtype=dtype)
@@ -120,7 +123,10 @@ def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None)
     return wrap(out)
 
 
-def mean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def mean(
+    x: Tensor, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False, dtype: Any = None
+) -> Tensor:
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
     if d.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(
@@ -204,9 +210,11 @@ def var(
     unbiased: bool | None = None,
     keepdim: bool = False,
     *,
+    keepdims: bool = False,
     correction: Any = None,
 ) -> Tensor:
     """Variance with Bessel's correction by default (``correction=1``), as torch."""
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     return _variance(x, dim, unbiased, keepdim, correction, sqrt=False)
 
 
@@ -216,9 +224,11 @@ def std(
     unbiased: bool | None = None,
     keepdim: bool = False,
     *,
+    keepdims: bool = False,
     correction: Any = None,
 ) -> Tensor:
     """Standard deviation, ``sqrt(var)``, with the same correction rules as :func:`var`."""
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     return _variance(x, dim, unbiased, keepdim, correction, sqrt=True)
 
 
@@ -276,11 +286,13 @@ def _extreme(
     return wrap(out)
 
 
-def amax(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+def amax(x: Tensor, dim: Any = (), keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     return _extreme(x, dim, keepdim, np.max)
 
 
-def amin(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+def amin(x: Tensor, dim: Any = (), keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     return _extreme(x, dim, keepdim, np.min, AminBackward0)
 
 
@@ -339,8 +351,9 @@ def _extreme_along(x: Tensor, dim: int, keepdim: bool, arg: Any) -> Any:
     return values_indices(wrap(values), indices)
 
 
-def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+def max(x: Tensor, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False) -> Any:
     """Without dim: the largest element. With dim: ``(values, indices)`` along it."""
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     if isinstance(dim, Tensor):
         from .arith import maximum
 
@@ -350,8 +363,9 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _extreme_along(x, dim, keepdim, np.argmax)
 
 
-def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+def min(x: Tensor, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False) -> Any:
     """Without dim: the smallest element. With dim: ``(values, indices)`` along it."""
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     if isinstance(dim, Tensor):
         from .arith import minimum
 
@@ -361,14 +375,20 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _extreme_along(x, dim, keepdim, np.argmin)
 
 
-def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmax(
+    x: Tensor, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+) -> Tensor:
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
     if dim is None:
         return wrap(np.asarray(np.argmax(d), dtype=np.int64))
     return wrap(np.argmax(d, axis=dim, keepdims=keepdim).astype(np.int64))
 
 
-def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def argmin(
+    x: Tensor, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+) -> Tensor:
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
     if dim is None:
         return wrap(np.asarray(np.argmin(d), dtype=np.int64))
@@ -462,7 +482,10 @@ class ProdBackward1(ProdBackward0):
     __slots__ = ()
 
 
-def prod(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def prod(
+    x: Tensor, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
+) -> Tensor:
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
     dims = normalize_dims(dim, d.ndim, reduce=True)
     out = np.asarray(
@@ -494,8 +517,9 @@ class LogsumexpBackward0(Node):
         return (g * np.exp(self.x - out),)
 
 
-def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+def logsumexp(x: Tensor, dim: Any, keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` along ``dim``, computed stably."""
+    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
     dims = normalize_dims(dim, d.ndim, reduce=True)
     m = np.max(d, axis=dims, keepdims=True)

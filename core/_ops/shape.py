@@ -475,7 +475,9 @@ class ToCopyBackward0(Node):
 def to(x: Tensor, *args: Any, dtype: Any = None, copy: bool = False, **kwargs: Any) -> Tensor:
     """Cast to a dtype; device arguments other than 'cpu' are refused."""
     from .._dtype import device
+    from .._memory_format import check_memory_format
 
+    check_memory_format(x._data.ndim, kwargs.get("memory_format"))
     target = resolve_dtype(dtype)
     for arg in (*args, kwargs.get("device")):
         if arg is None:

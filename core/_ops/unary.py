@@ -18,6 +18,8 @@ __all__ = [
     "gelu",
     "leaky_relu",
     "log",
+    "log10",
+    "log2",
     "reciprocal",
     "relu",
     "sigmoid",
@@ -52,6 +54,20 @@ class LogBackward0(_SavesInput):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g / self.x,)
+
+
+class Log10Backward0(_SavesInput):
+    __slots__ = ()
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g / (self.x * self.x.dtype.type(math.log(10))),)
+
+
+class Log2Backward0(_SavesInput):
+    __slots__ = ()
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g / (self.x * self.x.dtype.type(math.log(2))),)
 
 
 class SqrtBackward0(_SavesOutput):
@@ -239,6 +255,19 @@ def exp(x: Tensor) -> Tensor:
 
 def log(x: Tensor) -> Tensor:
     return _unary(x, np.log(x._data), LogBackward0, "x")
+
+
+def log10(x: Tensor) -> Tensor:
+    d = x._data
+    # an integer or bool input gives the default float dtype, as in torch (numpy: float64)
+    out = np.log10(d) if d.dtype.kind == "f" else np.log10(d, dtype=float32)
+    return _unary(x, out, Log10Backward0, "x")
+
+
+def log2(x: Tensor) -> Tensor:
+    d = x._data
+    out = np.log2(d) if d.dtype.kind == "f" else np.log2(d, dtype=float32)
+    return _unary(x, out, Log2Backward0, "x")
 
 
 def sqrt(x: Tensor) -> Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from . import functional, init, modules, parameter, utils
 from .modules import (
     GELU,
+    BCELoss,
     BCEWithLogitsLoss,
     Conv2d,
     CrossEntropyLoss,
@@ -30,6 +31,7 @@ from .modules import (
     ReLU,
     Sequential,
     Sigmoid,
+    SmoothL1Loss,
     Softmax,
     Tanh,
     register_module_backward_hook,
@@ -41,6 +43,7 @@ from .modules import (
 from .parameter import Parameter
 
 __all__ = [
+    "BCELoss",
     "BCEWithLogitsLoss",
     "Conv2d",
     "CrossEntropyLoss",
@@ -63,6 +66,7 @@ __all__ = [
     "ReLU",
     "Sequential",
     "Sigmoid",
+    "SmoothL1Loss",
     "Softmax",
     "Tanh",
     "functional",

@@ -13,22 +13,26 @@ from typing import Any
 from .._ops import reduce as _reduce
 from .._ops import unary as _unary
 from .._ops._base import public_op
+from .._ops.index import one_hot
 from .._ops.inplace import apply_inplace
 from .._tensor import Tensor
 from ._ops.conv import conv2d, pad
 from ._ops.dropout import dropout
 from ._ops.linear import linear
 from ._ops.loss import (
+    binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
     l1_loss,
     mse_loss,
     nll_loss,
+    smooth_l1_loss,
 )
 from ._ops.normalization import layer_norm
 from ._ops.sparse import embedding
 
 __all__ = [
+    "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "conv2d",
     "cross_entropy",
@@ -42,9 +46,11 @@ __all__ = [
     "log_softmax",
     "mse_loss",
     "nll_loss",
+    "one_hot",
     "pad",
     "relu",
     "sigmoid",
+    "smooth_l1_loss",
     "softmax",
     "tanh",
 ]

@@ -17,18 +17,22 @@ from ..._ops._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
 from ..._ops.arith import broadcast_error
 
 __all__ = [
+    "BinaryCrossEntropyBackward0",
     "BinaryCrossEntropyWithLogitsBackward0",
     "CrossEntropyLossBackward0",
     "CrossEntropyLossBackward1",
     "L1LossBackward0",
     "MseLossBackward0",
     "NllLossBackward0",
+    "SmoothL1LossBackward0",
+    "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "cross_entropy",
     "l1_loss",
     "mse_loss",
     "nll_loss",
     "reduction_mode",
+    "smooth_l1_loss",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -170,6 +174,45 @@ def l1_loss(
     if not needs_grad(input, target):
         return wrap(out)
     node = L1LossBackward0((edge(input), edge(target)))
+    node._scale = 1.0 / diff.size if mode == "mean" else 1.0
+    return _pairwise(input, target, diff, out, node)
+
+
+class SmoothL1LossBackward0(_PairwiseBackward):
+    """``(x - y) / beta`` inside the quadratic zone, ``sign(x - y)`` outside."""
+
+    __slots__ = ("_beta",)
+
+    _beta: float
+
+    def _grad(self, g: np.ndarray) -> np.ndarray:
+        d, beta = self.diff, self._beta
+        inner = np.where(np.abs(d) < beta, d / d.dtype.type(beta), np.sign(d))
+        return inner * (g * self._scale)
+
+
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
+    """Huber-like loss: quadratic for ``|x - y| < beta``, linear beyond; ``beta=0`` is L1."""
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:
+        return l1_loss(input, target, size_average, reduce, reduction)
+    mode = reduction_mode(size_average, reduce, reduction)
+    diff = _difference(input, target)
+    a = np.abs(diff)
+    per = np.where(a < beta, 0.5 * diff * diff / diff.dtype.type(beta), a - 0.5 * beta)
+    out = _reduce(per, mode, diff.dtype)
+    if not needs_grad(input, target):
+        return wrap(out)
+    node = SmoothL1LossBackward0((edge(input), edge(target)))
+    node._beta = beta
     node._scale = 1.0 / diff.size if mode == "mean" else 1.0
     return _pairwise(input, target, diff, out, node)
 
@@ -550,6 +593,68 @@ def binary_cross_entropy_with_logits(
     node = BinaryCrossEntropyWithLogitsBackward0((edge(input), edge(target)))
     node.x, node.y, node.weight, node.pos_weight = x, y, w, pw
     node._sx, node._sy = x.shape, y.shape
+    node._scale = 1.0 / loss.size if mode == "mean" else 1.0
+    node._save(input, target)
+    return record(out, node)
+
+
+class BinaryCrossEntropyBackward0(Node):
+    """``w * (x - y) / max(x * (1 - x), 1e-12)`` for the input (torch's clamp of the
+    denominator), and ``w * (log(1 - x) - log(x))``, unclamped, for a target that requires
+    grad."""
+
+    __slots__ = ("_scale", "weight", "x", "y")
+
+    _scale: float
+    weight: np.ndarray | None
+    x: np.ndarray
+    y: np.ndarray
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        ex, ey = self._next
+        x, y, w = self.x, self.y, self.weight
+        coef = g * self._scale if w is None else (g * self._scale) * w
+        gx = gy = None
+        if ex is not None:
+            denom = np.maximum((1 - x) * x, x.dtype.type(1e-12))
+            gx = ((x - y) / denom * coef).astype(x.dtype, copy=False)
+        if ey is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):  # unclamped, as torch's
+                d = np.log1p(-x) - np.log(x)
+            gy = (d * coef).astype(y.dtype, copy=False)
+        return (gx, gy)
+
+
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Binary cross entropy of probabilities; each log is clamped at -100, as torch's."""
+    mode = reduction_mode(size_average, reduce, reduction)
+    x, y = input._data, target._data
+    if x.shape != y.shape:
+        raise ValueError(
+            f"Using a target size ({_torch_size(y.shape)}) that is different to the input "
+            f"size ({_torch_size(x.shape)}) is deprecated. Please ensure they have the same size."
+        )
+    if ((x < 0) | (x > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    w = None if weight is None else np.broadcast_to(weight._data, x.shape)
+    with np.errstate(divide="ignore"):
+        log_x = np.maximum(np.log(x), -100)
+        log_1mx = np.maximum(np.log1p(-x), -100)
+    loss = -(y * log_x + (1 - y) * log_1mx)
+    if w is not None:
+        loss = loss * w
+    out = _reduce(loss, mode, x.dtype)
+    if not needs_grad(input, target):
+        return wrap(out)
+    node = BinaryCrossEntropyBackward0((edge(input), edge(target)))
+    node.x, node.y, node.weight = x, y, w
     node._scale = 1.0 / loss.size if mode == "mean" else 1.0
     node._save(input, target)
     return record(out, node)

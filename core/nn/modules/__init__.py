@@ -8,7 +8,15 @@ from .conv import Conv2d
 from .dropout import Dropout
 from .flatten import Flatten
 from .linear import Identity, Linear
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import (
     Module,
     register_module_backward_hook,
@@ -21,6 +29,7 @@ from .normalization import LayerNorm
 from .sparse import Embedding
 
 __all__ = [
+    "BCELoss",
     "BCEWithLogitsLoss",
     "Conv2d",
     "CrossEntropyLoss",
@@ -38,6 +47,7 @@ __all__ = [
     "Module",
     "ModuleDict",
     "ModuleList",
+    "SmoothL1Loss",
     "NLLLoss",
     "ReLU",
     "Sequential",

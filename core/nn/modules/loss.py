@@ -5,16 +5,26 @@ from __future__ import annotations
 
 from ..._tensor import Tensor
 from .._ops.loss import (
+    binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
     l1_loss,
     mse_loss,
     nll_loss,
     reduction_mode,
+    smooth_l1_loss,
 )
 from .module import Module
 
-__all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss"]
+__all__ = [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CrossEntropyLoss",
+    "L1Loss",
+    "MSELoss",
+    "NLLLoss",
+    "SmoothL1Loss",
+]
 
 
 class _Loss(Module):
@@ -121,3 +131,29 @@ class BCEWithLogitsLoss(_Loss):
         return binary_cross_entropy_with_logits(
             input, target, self.weight, reduction=self.reduction, pos_weight=self.pos_weight
         )
+
+
+class SmoothL1Loss(_Loss):
+    """Quadratic below ``beta``, linear beyond (``beta=0`` is L1Loss)."""
+
+    beta: float
+
+    def __init__(
+        self,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        beta: float = 1.0,
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross entropy of probabilities (each log clamped at -100, as torch's)."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
