@@ -37,7 +37,8 @@ def read_only_array(data: np.ndarray) -> np.ndarray:
 
     The same view again when ``data`` is the array viewed last and that view is still alive:
     a module's ``grad_input`` is the very array the next module receives as ``grad_output``,
-    and a plugin that skips the array it checked last (nan_guard) then recognises it.
+    and a plugin that compares the arrays of consecutive calls by identity (to skip the one
+    it checked last) then recognises it.
     """
     global _last
     if not isinstance(data, np.ndarray):  # a numpy scalar: immutable already
