@@ -28,7 +28,12 @@ _new = object.__new__
 
 
 def _wrap(data: np.ndarray) -> Tensor:
-    """Wrap an array as a Tensor without copying or validating: the ops' fast constructor."""
+    """Wrap an array as a Tensor without copying or validating: the ops' fast constructor.
+
+    numpy gives a 0-dim result as a scalar (``np.float32``), which no in-place op can write
+    into; it becomes a 0-dim array here, so every tensor holds an ndarray."""
+    if type(data) is not np.ndarray:
+        data = np.asarray(data)
     t = _new(Tensor)
     t._data = data
     t._grad = None

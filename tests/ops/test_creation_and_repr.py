@@ -302,3 +302,23 @@ def test_format_follows_torch(make: Any, spec: str) -> None:
             return f"TypeError: {error}"
 
     assert formatted(hookgrad) == formatted(torch)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.tensor(1.5) * 1.0,
+        lambda lib: lib.tensor([1.0, 2.0]).sum() * 2,
+        lambda lib: lib.tensor(3.0).exp(),
+        lambda lib: lib.tensor([[1.0, 2.0]]).mean(),
+    ],
+)
+def test_in_place_ops_write_into_0_dim_results_of_ops(make: Any) -> None:
+    """A 0-dim tensor an op returned takes in-place ops (mul_, add_, sub_), as in torch."""
+    torch = pytest.importorskip("torch")
+    values = []
+    for lib in (hookgrad, torch):
+        t = make(lib)
+        t.mul_(2.0).add_(lib.tensor(0.5)).sub_(1.0)
+        values.append(float(t))
+    assert values[0] == pytest.approx(values[1], rel=1e-6)
