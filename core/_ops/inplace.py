@@ -146,8 +146,12 @@ def bump(x: Tensor) -> Tensor:
 def add_(x: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     if _fast(x, other):
         value = _operand(other)
-        np.add(x._data, value if alpha == 1 else value * alpha, out=x._data, casting="unsafe")
-        return bump(x)
+        try:
+            np.add(x._data, value if alpha == 1 else value * alpha, out=x._data, casting="unsafe")
+        except ValueError:  # not broadcastable into x: the general path raises torch's error
+            pass
+        else:
+            return bump(x)
     from .arith import add
 
     return apply_inplace(x, lambda s: add(s, other, alpha=alpha), _tensor_or_none(other))
@@ -159,8 +163,12 @@ def sub_(x: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def mul_(x: Tensor, other: Any) -> Tensor:
     if _fast(x, other):
-        np.multiply(x._data, _operand(other), out=x._data, casting="unsafe")
-        return bump(x)
+        try:
+            np.multiply(x._data, _operand(other), out=x._data, casting="unsafe")
+        except ValueError:  # not broadcastable into x: the general path raises torch's error
+            pass
+        else:
+            return bump(x)
     from .arith import mul
 
     return apply_inplace(x, lambda s: mul(s, other), _tensor_or_none(other))
@@ -168,8 +176,12 @@ def mul_(x: Tensor, other: Any) -> Tensor:
 
 def div_(x: Tensor, other: Any) -> Tensor:
     if _fast(x, other):
-        np.true_divide(x._data, _operand(other), out=x._data, casting="unsafe")
-        return bump(x)
+        try:
+            np.true_divide(x._data, _operand(other), out=x._data, casting="unsafe")
+        except ValueError:  # not broadcastable into x: the general path raises torch's error
+            pass
+        else:
+            return bump(x)
     from .arith import div
 
     return apply_inplace(x, lambda s: div(s, other), _tensor_or_none(other))

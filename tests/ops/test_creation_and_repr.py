@@ -322,3 +322,20 @@ def test_in_place_ops_write_into_0_dim_results_of_ops(make: Any) -> None:
         t.mul_(2.0).add_(lib.tensor(0.5)).sub_(1.0)
         values.append(float(t))
     assert values[0] == pytest.approx(values[1], rel=1e-6)
+
+
+@pytest.mark.parametrize("op", ["add_", "sub_", "mul_", "div_"])
+@pytest.mark.parametrize(("left", "right"), [((3,), (2,)), ((3,), (2, 3)), ((2, 1), (3,))])
+def test_in_place_ops_refuse_shapes_with_torchs_error(
+    op: str, left: tuple[int, ...], right: tuple[int, ...]
+) -> None:
+    """An operand that does not broadcast into the tensor: torch's RuntimeError and message,
+    and the tensor left as it was."""
+    torch = pytest.importorskip("torch")
+    seen = []
+    for lib in (hookgrad, torch):
+        x = lib.ones(*left)
+        with pytest.raises(RuntimeError) as caught:
+            getattr(x, op)(lib.ones(*right))
+        seen.append((str(caught.value), x.tolist()))
+    assert seen[0] == seen[1]
