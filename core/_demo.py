@@ -306,8 +306,7 @@ class NanInjection:
 
     def check(self, task: Task, steps: int) -> None:
         """ValueError naming the valid choices if the step or the module is not in this run."""
-        if not 1 <= self.step <= steps:
-            raise ValueError(f"step {self.step} is outside this run's steps 1..{steps}")
+        _check_step(self.step, steps)
         modules = [(name, type(m).__name__) for name, m in task.model.named_modules() if name]
         if self.module not in dict(modules):
             listing = ", ".join(f"{name} ({kind})" for name, kind in modules)
@@ -322,6 +321,43 @@ class NanInjection:
         return model.get_submodule(self.module).register_forward_hook(_poison)
 
 
+@dataclass(frozen=True)
+class SpikeInjection:
+    """``--inject-spike STEP:FACTOR``: the loss of training step STEP (from 1) times FACTOR.
+
+    The loss and every gradient of that step grow by FACTOR, as in a bad batch; spike_guard
+    sees both signals jump.
+    """
+
+    step: int
+    factor: float
+
+    @classmethod
+    def parse(cls, text: str) -> SpikeInjection:
+        """``"120:50"`` -> step 120, factor 50.0; ValueError for anything else."""
+        step, sep, factor = text.partition(":")
+        try:
+            value = float(factor)
+        except ValueError:
+            value = math.nan
+        if not (sep and step.strip().isdigit() and math.isfinite(value) and value > 0):
+            raise ValueError(f"expected STEP:FACTOR with FACTOR > 0, e.g. 120:50, got {text!r}")
+        return cls(int(step), value)
+
+    def check(self, task: Task, steps: int) -> None:
+        """ValueError if the step is not in this run."""
+        _check_step(self.step, steps)
+
+    def applied(self, loss: Any, step: int) -> Any:
+        """``loss`` times the factor at our step, else ``loss`` itself."""
+        return loss * self.factor if step == self.step else loss
+
+
+def _check_step(step: int, steps: int) -> None:
+    if not 1 <= step <= steps:
+        raise ValueError(f"step {step} is outside this run's steps 1..{steps}")
+
+
 # --------------------------------------------------------------------------------------------
 # Training
 # --------------------------------------------------------------------------------------------
@@ -334,6 +370,7 @@ def run(
     *,
     runtime: Runtime | None = None,
     inject_nan: NanInjection | None = None,
+    inject_spike: SpikeInjection | None = None,
 ) -> Iterator[StepRecord]:
     """Train ``task`` full-batch with SGD (momentum 0.9) for ``steps`` steps, yielding each.
 
@@ -348,6 +385,8 @@ def run(
         optimizer.zero_grad()
         with inject_nan.at(task.model, step) if inject_nan else nullcontext():
             loss = task.loss_fn(task.model(task.x), task.y)
+        if inject_spike is not None:
+            loss = inject_spike.applied(loss, step)
         loss.backward()
         counter = runtime.step if runtime is not None else 0
         optimizer.step()

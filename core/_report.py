@@ -30,6 +30,7 @@ from ._report_records import (
     NonFinite,
     ScaleChange,
     SkipStep,
+    Spike,
     Zeroed,
 )
 from ._svg import (
@@ -134,9 +135,10 @@ def _collect(flow: Flow, entry: Entry, producers: Mapping[int, str | None]) -> N
     ``producers``: the module nan_guard named the producer of a non-finite value, per step.
     """
     step, data = entry.step, entry.data
-    if isinstance(data, SkipStep):
+    if isinstance(data, SkipStep) and entry.kind != "spike_clipped":  # a clipped step ran
         module = data.module if data.module is not None else producers.get(step)
-        label = f"skip: {data.reason if data.reason is not None else entry.plugin}"
+        what = "rollback" if entry.kind == "rolled_back" else "skip"
+        label = f"{what}: {data.reason if data.reason is not None else entry.plugin}"
         label += f", from '{module}'" if module is not None else ""
         flow.markers.append(Marker(step, label, "skip_step"))
     elif isinstance(data, ScaleChange) and entry.kind == "backoff":
@@ -176,10 +178,12 @@ def _log2(scale: float) -> float:
 
 
 def findings(entries: Iterable[Entry]) -> list[str]:
-    """One sentence per step nan_guard flagged, and a line on clipping and loss scaling."""
+    """One sentence per step nan_guard flagged and per spike_guard decision, and a line on
+    clipping and loss scaling."""
     entries = list(entries)
     lines = [_nonfinite_sentence(step, group) for step, group in _nan_steps(entries).items()]
-    return [*lines, *_clip_summary(entries), *_scale_summary(entries)]
+    spikes = [_spike_sentence(e) for e in entries if isinstance(e.data, Spike)]
+    return [*lines, *spikes, *_clip_summary(entries), *_scale_summary(entries)]
 
 
 def _of(entries: Iterable[Entry], plugin: str, kind: str) -> list[Entry]:
@@ -220,6 +224,29 @@ def _culprit(group: list[Entry]) -> str:
         if isinstance(e.data, Zeroed):
             return f"{e.data.count} non-finite gradient entries set to 0"
     return "non-finite values propagated (no producer named)"
+
+
+def _spike_sentence(entry: Entry) -> str:
+    """``spike_guard: step 57 skipped: loss 12.4 is a spike (z 48.1; mean 0.52, std 0.24)``."""
+    data = entry.data
+    assert isinstance(data, Spike)
+    value = math.nan if data.value is None else data.value
+    if not math.isfinite(value):
+        why = f"{data.signal} {value} is not finite"
+    else:
+        z = "off the scale" if data.z is None else f"{data.z:.3g}"
+        why = f"{data.signal} {value:.4g} is a spike (z {z}; mean {_g(data.mean)}, std {_g(data.std)})"
+    if entry.kind == "spike_clipped":
+        return f"spike_guard: step {entry.step}: {why}; gradients scaled by {_g(data.scale)}"
+    if entry.kind == "rolled_back":
+        after = "?" if data.snapshot_step is None else data.snapshot_step + FIRST_STEP
+        return f"spike_guard: step {entry.step} rolled back to the snapshot of step {after}: {why}"
+    return f"spike_guard: step {entry.step} skipped: {why}"
+
+
+def _g(number: float | None) -> str:
+    """A number in 4 significant digits; a missing one as "?"."""
+    return "?" if number is None else f"{number:.4g}"
 
 
 def _quoted(name: str | None) -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "RecordError",
     "ScaleChange",
     "SkipStep",
+    "Spike",
     "Zeroed",
     "plugin_entries",
     "read_entries",
@@ -113,6 +114,21 @@ class SkipStep(_Data):
     tensor: Text | None = None
 
 
+class Spike(SkipStep):
+    """spike_guard ``skip_step``, ``spike_clipped`` or ``rolled_back``: the spiked signal,
+    its value, z-score (null: not finite) and the statistics it was judged by."""
+
+    signal: Text
+    value: float | None = None
+    z: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    scale: float | None = None
+    """``spike_clipped``: the factor the gradients were multiplied by."""
+    snapshot_step: Annotated[int, Field(ge=0)] | None = None
+    """``rolled_back``: the step (a record step, from 0) after which the snapshot was taken."""
+
+
 READS: Final[Mapping[tuple[str, str], type[_Data]]] = {
     ("grad_stats", "module_grad"): ModuleGrad,
     ("grad_clip", "clip"): Clip,
@@ -121,6 +137,9 @@ READS: Final[Mapping[tuple[str, str], type[_Data]]] = {
     ("grad_scale", "backoff"): ScaleChange,
     ("nan_guard", "nonfinite"): NonFinite,
     ("nan_guard", "zeroed"): Zeroed,
+    ("spike_guard", "skip_step"): Spike,
+    ("spike_guard", "spike_clipped"): Spike,
+    ("spike_guard", "rolled_back"): Spike,
 }
 """The (plugin, kind) records read, with the model of their ``data``; and every ``skip_step``."""
 
@@ -167,7 +186,8 @@ def _model(record: Mapping[str, Any]) -> type[_Data] | None:
     plugin, kind = record.get("plugin"), record.get("kind")
     if not (isinstance(plugin, str) and isinstance(kind, str)):
         return None
-    return SkipStep if kind == "skip_step" else READS.get((plugin, kind))
+    model = READS.get((plugin, kind))
+    return SkipStep if model is None and kind == "skip_step" else model
 
 
 def _checked(record: Mapping[str, Any]) -> Entry | None:

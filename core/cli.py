@@ -28,7 +28,16 @@ import pluggy
 
 import hookgrad
 
-from ._demo import MODELS, NanInjection, StepRecord, Task, final_line, make_task, run
+from ._demo import (
+    MODELS,
+    NanInjection,
+    SpikeInjection,
+    StepRecord,
+    Task,
+    final_line,
+    make_task,
+    run,
+)
 from ._report import findings, gradient_flow, render_svg
 from ._report_records import Entry, RecordError, plugin_entries, read_entries
 from .engines import ENGINE_NAMES
@@ -330,18 +339,21 @@ _NO_DEMO_PLUGINS: Final = (
 )
 
 
-class NanInjectionType(click.ParamType):
-    """``--inject-nan STEP:MODULE`` as a :class:`NanInjection`; bad syntax is a usage error."""
+class InjectionType(click.ParamType):
+    """``--inject-nan STEP:MODULE`` or ``--inject-spike STEP:FACTOR`` as the injection
+    ``kind`` parses; bad syntax is a usage error."""
 
-    name = "STEP:MODULE"
+    def __init__(self, kind: type[NanInjection] | type[SpikeInjection], name: str) -> None:
+        self.kind = kind
+        self.name = name
 
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
-    ) -> NanInjection:
-        if isinstance(value, NanInjection):
+    ) -> NanInjection | SpikeInjection:
+        if isinstance(value, self.kind):
             return value
         try:
-            return NanInjection.parse(str(value))
+            return self.kind.parse(str(value))
         except ValueError as error:
             self.fail(str(error), param, ctx)
 
@@ -478,13 +490,21 @@ def _train(
     steps: int,
     log_every: int,
     runtime: Runtime | None,
-    inject_nan: NanInjection | None,
+    injections: tuple[NanInjection | None, SpikeInjection | None],
     loss_csv: Path | None,
 ) -> None:
     """Train inside the runtime (closed at the end), showing progress, writing loss.csv."""
     start = time.perf_counter()
+    inject_nan, inject_spike = injections
     with runtime or nullcontext(), _loss_log(loss_csv) as on_step, _quiet():
-        records = run(task, steps, log_every, runtime=runtime, inject_nan=inject_nan)
+        records = run(
+            task,
+            steps,
+            log_every,
+            runtime=runtime,
+            inject_nan=inject_nan,
+            inject_spike=inject_spike,
+        )
         with _progress(records, steps) as progress:
             for record in progress:
                 on_step(record)
@@ -531,9 +551,15 @@ def _train(
 )
 @click.option(
     "--inject-nan",
-    type=NanInjectionType(),
+    type=InjectionType(NanInjection, "STEP:MODULE"),
     help="Put a NaN into the backward of MODULE (a name from model.named_modules(), e.g. 2) "
     "at step STEP, to see nan_guard name it.",
+)
+@click.option(
+    "--inject-spike",
+    type=InjectionType(SpikeInjection, "STEP:FACTOR"),
+    help="Multiply the loss of step STEP (and so its gradients) by FACTOR, to see spike_guard "
+    "skip or roll back that step.",
 )
 def demo(
     steps: int,
@@ -544,6 +570,7 @@ def demo(
     config_file: Path | None,
     engine: str,
     inject_nan: NanInjection | None,
+    inject_spike: SpikeInjection | None,
 ) -> None:
     """Train a small model on generated data (no download) under the config's plugins.
 
@@ -555,11 +582,12 @@ def demo(
         task = make_task(model_name, seed, engine)
     except ImportError as error:
         raise click.ClickException(f"--engine {engine}: {error}") from None
-    if inject_nan is not None:
+    for injection, option in ((inject_nan, "--inject-nan"), (inject_spike, "--inject-spike")):
         try:
-            inject_nan.check(task, steps)
+            if injection is not None:
+                injection.check(task, steps)
         except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="'--inject-nan'") from None
+            raise click.BadParameter(str(error), param_hint=f"'{option}'") from None
     if out is not None:
         _prepare_out(out)
     runtime = _demo_runtime(config_file, out, engine)
@@ -568,12 +596,16 @@ def demo(
         click.echo(f"config: {label}; plugins: {', '.join(runtime.plugins)}")
     click.echo(task.describe())
     from .plugins.nan_guard import NonFiniteGradientError  # a plugin module: imported when needed
+    from .plugins.spike_guard import SpikeError
 
     try:
-        _train(task, steps, log_every, runtime, inject_nan, out and out / LOSS_FILE)
+        _train(task, steps, log_every, runtime, (inject_nan, inject_spike), out and out / LOSS_FILE)
     except NonFiniteGradientError as error:  # its action "raise": the run stops, as asked
         _after_run(runtime, out)
         raise click.ClickException(f"nan_guard stopped training: {error}") from None
+    except SpikeError as error:  # its action "stop", or too many spikes in a row
+        _after_run(runtime, out)
+        raise click.ClickException(str(error)) from None
     _after_run(runtime, out)
 
 

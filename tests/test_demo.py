@@ -98,11 +98,13 @@ def test_demo_writes_the_log_the_picture_and_loss_csv(mlp_run: Run) -> None:
     assert [row["step"] for row in rows if row["accuracy"]] == ["10", "20", "30"]
 
 
-def test_demo_runs_the_four_built_ins_of_the_example_config(mlp_run: Run) -> None:
-    """The output names the config's plugins, and each of them and the demo wrote records."""
-    assert f"config: {EXAMPLE_CONFIG}; plugins: " in mlp_run.result.output
-    plugins = {r["plugin"] for r in mlp_run.records if "kind" in r}
-    assert plugins == {*BUILT_INS, "demo"}
+def test_demo_runs_the_five_built_ins_of_the_example_config(mlp_run: Run) -> None:
+    """The output names the config's plugins; each wrote records but spike_guard, which saw
+    no spike (test_inject_spike_* below give it one)."""
+    plugins = "grad_scale, nan_guard, grad_stats, grad_clip, spike_guard"
+    assert f"config: {EXAMPLE_CONFIG}; plugins: {plugins}\n" in mlp_run.result.output
+    recorded = {r["plugin"] for r in mlp_run.records if "kind" in r}
+    assert recorded == {*BUILT_INS, "demo"}
 
 
 def test_demo_records_share_the_runtime_step(mlp_run: Run) -> None:
@@ -187,6 +189,94 @@ def test_inject_nan_with_the_guard_raising_stops_with_its_message(tmp_path: Path
         "gradient_flow.svg",
         "loss.csv",
     ]
+
+
+@pytest.fixture(scope="module")
+def spike_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The MLP demo, 40 steps under examples/hookgrad.toml, the loss of step 35 times 50."""
+    tmp = tmp_path_factory.mktemp("spike")
+    return _demo(tmp, "--steps", "40", "--log-every", "10", "--inject-spike", "35:50")
+
+
+def _spike_line(step: int, action: str, data: dict[str, Any]) -> str:
+    """The demo's sentence for a spike_guard record's numbers (the record is the truth)."""
+    why = (
+        f"{data['signal']} {data['value']:.4g} is a spike (z {data['z']:.3g}; "
+        f"mean {data['mean']:.4g}, std {data['std']:.4g})"
+    )
+    return f"spike_guard: step {step} {action} {why}"
+
+
+def test_inject_spike_is_rolled_back_under_the_example_config(spike_run: Run) -> None:
+    """Step 35's loss times 50: spike_guard rolls it back to the snapshot of step 25 (its 25th
+    good step),
+    the record holds the loss the run printed, the output says so and the picture marks it."""
+    rolled = spike_run.of("spike_guard", "rolled_back")
+    assert [(r["step"], r["data"]["signal"], r["data"]["snapshot_step"]) for r in rolled] == [
+        (34, "loss", 24)
+    ]
+    data = rolled[0]["data"]
+    with (spike_run.out / "loss.csv").open(newline="") as f:
+        losses = {int(row["step"]): float(row["loss"]) for row in csv.DictReader(f)}
+    assert data["value"] == pytest.approx(losses[35], rel=1e-6)
+    assert data["value"] > 20 * losses[34]  # the spike, not a trend
+    assert data["z"] > 6.0
+    line = _spike_line(35, "rolled back to the snapshot of step 25:", data)
+    assert line in spike_run.result.output.splitlines()
+    labels = [e.findtext(f"{SVG}title") for e in _markers(spike_run.svg(), "skip_step")]
+    assert labels == ["step 35: rollback: spike"]
+
+
+def test_report_prints_the_spike_sentence_again(spike_run: Run, tmp_path: Path) -> None:
+    """hookgrad report of the spiked run's log repeats the demo's spike_guard sentence."""
+    result = _invoke(["report", str(spike_run.out / "events.jsonl"), "--out", "r.svg"], tmp_path)
+    assert result.exit_code == 0, result.output + result.stderr
+    demo_lines = [x for x in spike_run.result.output.splitlines() if x.startswith("spike_guard")]
+    assert len(demo_lines) == 1
+    assert demo_lines[0] in result.output.splitlines()
+
+
+@pytest.mark.parametrize(("action", "exit_code"), [("skip", 0), ("stop", 1)])
+def test_inject_spike_with_skip_or_stop(tmp_path: Path, action: str, exit_code: int) -> None:
+    """action "skip" skips the spiked step and trains on; "stop" exits 1 with the guard's error
+    naming the step, the run's files written."""
+    config = tmp_path / "spike.toml"
+    config.write_text(f'[plugins.spike_guard]\naction = "{action}"\n')
+    args = ["demo", "--config", str(config), "--steps", "30", "--inject-spike", "25:50"]
+    result = _invoke([*args, "--out", "run"], tmp_path)
+    assert result.exit_code == exit_code, result.output + result.stderr
+    skips = [r for _, r in read_events(tmp_path / "run" / "events.jsonl", warn=pytest.fail)]
+    skips = [r for r in skips if r.get("kind") == "skip_step"]
+    assert [(r["plugin"], r["step"], r["data"]["reason"]) for r in skips] == [
+        ("spike_guard", 24, "spike")
+    ]
+    if action == "skip":
+        assert _spike_line(25, "skipped:", skips[0]["data"]) in result.output.splitlines()
+        assert "final accuracy" in result.output
+    else:
+        assert result.stderr.startswith(
+            "Error: spike_guard: training stopped on a spike at step 24: loss = "
+        )
+        assert "final accuracy" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("35-50", "expected STEP:FACTOR with FACTOR > 0, e.g. 120:50, got '35-50'"),
+        ("5:0", "expected STEP:FACTOR with FACTOR > 0, e.g. 120:50, got '5:0'"),
+        ("5:nan", "expected STEP:FACTOR with FACTOR > 0, e.g. 120:50, got '5:nan'"),
+        ("5:x", "expected STEP:FACTOR with FACTOR > 0, e.g. 120:50, got '5:x'"),
+        ("11:50", "step 11 is outside this run's steps 1..10"),
+    ],
+)
+def test_inject_spike_bad_values_are_usage_errors(tmp_path: Path, value: str, message: str) -> None:
+    """A bad --inject-spike exits 2 before training, with the reason."""
+    result = _invoke(["demo", "--steps", "10", "--inject-spike", value], tmp_path)
+    assert result.exit_code == 2
+    assert "Invalid value for '--inject-spike'" in result.stderr
+    assert message in " ".join(result.stderr.split())
+    assert "two spirals" not in result.output
 
 
 def test_demo_cnn_draws_its_conv_and_linear_layers(tmp_path: Path) -> None:
@@ -543,3 +633,23 @@ def test_demo_engine_torch_without_torch_says_how_to_install(
     result = _invoke(["demo", "--engine", "torch", "--steps", "2"], tmp_path)
     assert result.exit_code in (1, 2), result.output  # 2: found by the config check
     assert "torch" in result.output and "pip install 'hookgrad[torch]'" in result.output
+
+
+def test_findings_of_spike_guard_records_one_line_each() -> None:
+    """A clipped spike, a non-finite one skipped and a constant-signal spike: one sentence each,
+    steps counted from 1, the clip's factor and 'off the scale' for a z of a zero spread."""
+    stats = {"reason": "spike", "mean": 1.5, "std": 0.25}
+    records = [
+        {"plugin": "spike_guard", "kind": "spike_clipped", "step": 9,
+         "data": {**stats, "signal": "grad_norm", "value": 7.0, "z": 22.0, "scale": 0.3125}},
+        {"plugin": "spike_guard", "kind": "skip_step", "step": 11,
+         "data": {**stats, "signal": "loss", "value": math.inf, "z": None}},
+        {"plugin": "spike_guard", "kind": "skip_step", "step": 12,
+         "data": {**stats, "std": 0.0, "signal": "loss", "value": 2.0, "z": None}},
+    ]  # fmt: skip
+    assert findings(plugin_entries(records)) == [
+        "spike_guard: step 10: grad_norm 7 is a spike (z 22; mean 1.5, std 0.25); "
+        "gradients scaled by 0.3125",
+        "spike_guard: step 12 skipped: loss inf is not finite",
+        "spike_guard: step 13 skipped: loss 2 is a spike (z off the scale; mean 1.5, std 0)",
+    ]
