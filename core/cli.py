@@ -13,7 +13,9 @@ naming the culprit and exits non-zero, never a traceback: 2 for a config hookgra
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import importlib.util
 import sys
 import time
 import warnings
@@ -52,6 +54,7 @@ from .runtime import (
     Runtime,
     RuntimeConfig,
     load_config,
+    read_events,
 )
 from .runtime._activation import (
     Planned,
@@ -60,6 +63,7 @@ from .runtime._activation import (
     plugin_settings,
     unknown_hooks,
 )
+from .runtime._tensorboard import TensorBoardSink
 
 __all__ = ["CliState", "ConfigFailure", "main"]
 
@@ -621,7 +625,20 @@ def demo(
     type=click.Path(dir_okay=False, path_type=Path),
     help=f"The SVG to write (default: {PICTURE_FILE} next to EVENTS).",
 )
-def report(events: Path, out: Path | None) -> None:
+@click.option(
+    "--tensorboard",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write the log's values as TensorBoard event files into this directory, with "
+    "the tags a run's [events] tensorboard writes (pip install 'hookgrad[tensorboard]').",
+)
+@click.option(
+    "--histogram-every",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="With --tensorboard: a gradient histogram every N steps, as [events] histogram_every.",
+)
+def report(events: Path, out: Path | None, tensorboard: Path | None, histogram_every: int) -> None:
     """Redraw the per-layer table and the gradient-flow picture from a saved EVENTS.jsonl.
 
     A cut last line (a killed run) is skipped with a warning naming it; any other line that
@@ -643,3 +660,21 @@ def report(events: Path, out: Path | None) -> None:
     picture = out if out is not None else events.with_name(PICTURE_FILE)
     _write_picture(log.entries, picture)
     click.echo(f"wrote {picture}")
+    if tensorboard is not None:
+        _write_tensorboard(events, tensorboard, histogram_every)
+        click.echo(f"wrote {tensorboard}")
+
+
+def _write_tensorboard(events: Path, logdir: Path, histogram_every: int) -> None:
+    """Every record of the log at ``events`` through a TensorBoard sink into ``logdir``."""
+    if importlib.util.find_spec("tensorboardX") is None:
+        raise click.ClickException(
+            "--tensorboard needs tensorboardX: pip install 'hookgrad[tensorboard]'"
+        )
+    try:
+        sink = TensorBoardSink(logdir, histogram_every)
+    except OSError as error:
+        raise click.ClickException(f"cannot write {logdir}: {error.strerror}") from None
+    with contextlib.closing(sink):
+        for _, record in read_events(events, warn=lambda message: None):  # warned above
+            sink.write(record)

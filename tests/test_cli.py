@@ -282,7 +282,7 @@ def test_config_check_typo_key_exits_2_with_did_you_mean(catalog: PluginCatalog)
     assert result.stdout == ""
     assert result.stderr == (
         "Error: run.toml: unknown key 'jsnol' in [events]; did you mean 'jsonl'? "
-        "valid keys: jsonl, durability, memory\n"
+        "valid keys: jsonl, durability, memory, tensorboard, histogram_every\n"
     )
 
 
@@ -398,6 +398,8 @@ def test_config_show_gives_each_value_its_layer(monkeypatch: pytest.MonkeyPatch)
         ["events.jsonl", "None", "default"],
         ["events.durability", "'step'", "default"],
         ["events.memory", "False", "default"],
+        ["events.tensorboard", "None", "default"],
+        ["events.histogram_every", "100", "default"],
         ["log_level", "'info'", "file", "hookgrad.toml"],
         ["engine", "'auto'", "default"],
     ]

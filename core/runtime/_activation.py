@@ -109,9 +109,12 @@ def check_config(loaded: LoadedConfig, catalog: PluginCatalog, base: Path) -> li
     calls it too: a check of the config against this machine belongs here, so both make it.
     Raises ConfigError for an unknown plugin name (a table, ``disable``), an ambiguous one,
     a malformed ``class_path``, an ``events.jsonl`` path (relative to ``base``) that the
-    event log cannot be written to, or ``engine = "torch"`` where torch is not installed.
+    event log cannot be written to, an ``events.tensorboard`` directory that is a file or
+    needs tensorboardX where it is missing, or ``engine = "torch"`` where torch is not
+    installed.
     """
     loaded.event_log_path(base)
+    loaded.tensorboard_dir(base)
     _check_engine(loaded)
     config = loaded.config
     sources = catalog.sources()

@@ -10,6 +10,7 @@ key at every depth; any other value (lists included) replaces the lower layer's 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import tomllib
@@ -84,7 +85,14 @@ class EventsConfig(BaseModel):
     memory: bool = False
     """Keep event records in memory (for tests and notebooks)."""
 
-    @field_validator("jsonl", mode="before")
+    tensorboard: str | None = Field(default=None, min_length=1)
+    """Directory of TensorBoard event files written from the plugins' records (the extra
+    ``hookgrad[tensorboard]``); relative paths as ``jsonl``'s. None writes none."""
+
+    histogram_every: int = Field(default=100, ge=1)
+    """TensorBoard: a gradient histogram every N steps (from grad_stats' histograms)."""
+
+    @field_validator("jsonl", "tensorboard", mode="before")
     @classmethod
     def _path_to_str(cls, value: Any) -> Any:
         return os.fspath(value) if isinstance(value, os.PathLike) else value
@@ -184,6 +192,44 @@ class LoadedConfig:
         if reason is not None:
             raise self.event_log_error(path, reason)
         return path
+
+    def tensorboard_dir(self, base: Path) -> Path | None:
+        """Where the TensorBoard event files go (``~`` expanded, relative to ``base``), if
+        anywhere. In a distributed run ``{rank}`` in the path is replaced by the rank, and
+        without it, when the world size is above 1, each rank writes into ``rankN`` below it.
+
+        Raises ConfigError naming the key when the path is a file, or when the writer
+        (tensorboardX) is not installed. Nothing is created, and tensorboardX is not imported.
+        """
+        value = self.config.events.tensorboard
+        if value is None:
+            return None
+        rank, world = process_rank()
+        if "{rank}" in value:
+            path = base / Path(value.replace("{rank}", str(rank))).expanduser()
+        else:
+            path = base / Path(value).expanduser()
+            path = path / f"rank{rank}" if world > 1 else path
+        if path.exists() and not path.is_dir():
+            raise self.events_error("tensorboard", f"{str(path)!r} is a file, not a directory")
+        if importlib.util.find_spec("tensorboardX") is None:
+            raise self.events_error(
+                "tensorboard",
+                "writing TensorBoard files needs tensorboardX: pip install 'hookgrad[tensorboard]'",
+            )
+        return path
+
+    def events_error(self, key: str, reason: str) -> ConfigError:
+        """The ConfigError for ``[events] key``, naming where it was set and ``reason``."""
+        origin = self._origin(("events", key))
+        where = ".".join((*origin.prefix, "events", key))
+        value = getattr(self.config.events, key)
+        return ConfigError(
+            f"{origin.where}: {where} = {value!r}: {reason}",
+            path=origin.path,
+            table="events",
+            key=key,
+        )
 
     def event_log_error(self, path: Path, reason: str) -> ConfigError:
         """The ConfigError for an ``events.jsonl`` path hookgrad cannot write its log to."""

@@ -41,6 +41,7 @@ from ._logfile import LogFileError
 from ._logging import make_logger
 from ._loop import LoopHooks
 from ._sinks import JsonLinesSink, MemorySink, SinkSet
+from ._tensorboard import TensorBoardSink
 from ._threads import ThreadPolicy
 
 __all__ = ["EventLogPathWarning", "Runtime", "configure"]
@@ -487,6 +488,13 @@ def _build_sinks(loaded: LoadedConfig, base: Path) -> tuple[SinkSet, MemorySink 
     if events.memory:
         memory = MemorySink()
         sinks.add(memory)
+    logdir = loaded.tensorboard_dir(base)
+    if logdir is not None:
+        try:
+            sinks.add(TensorBoardSink(logdir, events.histogram_every))
+        except OSError as error:
+            sinks.close()
+            raise loaded.events_error("tensorboard", error.strerror or repr(error)) from error
     return sinks, memory
 
 

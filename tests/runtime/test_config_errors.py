@@ -55,10 +55,10 @@ def test_unknown_key_in_events_table(tmp_path: Path) -> None:
     error = load_file(tmp_path, '[events]\njsnl = "e.jsonl"\n')
     assert str(error) == (
         "hookgrad.toml: unknown key 'jsnl' in [events]; did you mean 'jsonl'? "
-        "valid keys: jsonl, durability, memory"
+        "valid keys: jsonl, durability, memory, tensorboard, histogram_every"
     )
     assert (error.path, error.table, error.key) == (tmp_path / "hookgrad.toml", "events", "jsnl")
-    assert error.valid_keys == ("jsonl", "durability", "memory")
+    assert error.valid_keys == ("jsonl", "durability", "memory", "tensorboard", "histogram_every")
 
 
 def test_unknown_key_at_top_level(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_unknown_key_with_nothing_close_has_no_guess(tmp_path: Path) -> None:
     """A key resembling no valid key gets the valid keys and no did-you-mean."""
     error = load_file(tmp_path, "[events]\nwebhook = true\n")
     assert str(error) == (
-        "hookgrad.toml: unknown key 'webhook' in [events]; valid keys: jsonl, durability, memory"
+        "hookgrad.toml: unknown key 'webhook' in [events]; valid keys: jsonl, durability, memory, tensorboard, histogram_every"
     )
 
 
@@ -84,7 +84,7 @@ def test_unknown_key_in_pyproject_names_the_tool_table(tmp_path: Path) -> None:
     error = load_file(tmp_path, "[tool.hookgrad.events]\nmemroy = true\n", name="pyproject.toml")
     assert str(error) == (
         "pyproject.toml: unknown key 'memroy' in [tool.hookgrad.events]; did you mean "
-        "'memory'? valid keys: jsonl, durability, memory"
+        "'memory'? valid keys: jsonl, durability, memory, tensorboard, histogram_every"
     )
     assert (error.path, error.table) == (tmp_path / "pyproject.toml", "events")
 

@@ -38,7 +38,13 @@ def test_nothing_found_gives_the_defaults(tmp_path: Path) -> None:
         "strict": False,
         "disable": [],
         "plugins": {},
-        "events": {"jsonl": None, "durability": "step", "memory": False},
+        "events": {
+            "jsonl": None,
+            "durability": "step",
+            "memory": False,
+            "tensorboard": None,
+            "histogram_every": 100,
+        },
         "log_level": "warning",
         "engine": "auto",
     }
@@ -207,6 +213,8 @@ def test_file_then_environment_then_code_with_provenance(
         ("events.jsonl", "events.jsonl", file),
         ("events.durability", "step", "default"),
         ("events.memory", False, "default"),
+        ("events.tensorboard", None, "default"),
+        ("events.histogram_every", 100, "default"),
         ("log_level", "debug", "code"),
         ("engine", "hookgrad", "env HOOKGRAD_ENGINE"),
     ]
