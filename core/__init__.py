@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import amp, autograd, backends, cuda, distributed, jit, nn, onnx, optim, utils
+from . import amp, autograd, backends, cuda, distributed, jit, nn, onnx, optim, random, utils
 from ._creation import (
     Generator,
     arange,
@@ -171,6 +171,7 @@ from ._tensor_types import (
     LongTensor,
     ShortTensor,
 )
+from .random import fork_rng, get_rng_state, initial_seed, seed, set_rng_state
 
 if TYPE_CHECKING:
     from .plugins.spike_guard import SpikeError
@@ -185,6 +186,7 @@ int = int32
 __version__ = "0.1.0"
 
 __all__ = [
+    "random",
     "onnx",
     "jit",
     "distributed",
@@ -265,6 +267,11 @@ __all__ = [
     "long",
     "lt",
     "manual_seed",
+    "fork_rng",
+    "get_rng_state",
+    "initial_seed",
+    "seed",
+    "set_rng_state",
     "masked_fill",
     "matmul",
     "max",

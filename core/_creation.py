@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import operator
+import os
 from typing import Any
 
 import numpy as np
 
 from ._dtype import device as _device
 from ._dtype import float32, int64, resolve_dtype
+from ._random_stream import TorchStream, decode_state, encode_state
 from ._tensor import Tensor, _wrap
 
 __all__ = [
@@ -38,23 +40,41 @@ __all__ = [
 
 
 class Generator:
-    """A seedable source of random numbers (numpy's PCG64 underneath)."""
+    """A seedable source of random numbers: torch's CPU generator, draw for draw.
 
-    def __init__(self, seed: int | None = None) -> None:
-        self._rng = np.random.default_rng(seed)
-        self._seed = seed
+    Seeded alike, hookgrad and torch draw the same numbers (see :mod:`hookgrad._random_stream`),
+    so weight initialisation, ``rand``/``randn``, dropout masks and shuffles repeat torch's.
+    """
+
+    def __init__(self, device: Any = "cpu") -> None:
+        if device != "cpu":
+            _cpu_only(device)
+        self.stream = TorchStream()
 
     def manual_seed(self, seed: int) -> Generator:
-        self._rng = np.random.default_rng(seed)
-        self._seed = seed
+        self.stream.manual_seed(int(seed))
         return self
 
-    def initial_seed(self) -> int | None:
-        return self._seed
+    def initial_seed(self) -> int:
+        return self.stream.seed
+
+    def seed(self) -> int:
+        """Reseed from the operating system's entropy, as torch does; returns the seed."""
+        value = int.from_bytes(os.urandom(8), "little")
+        self.manual_seed(value)
+        return value
+
+    def get_state(self) -> Tensor:
+        """The generator's state as a uint8 tensor, for :meth:`set_state`."""
+        return _wrap(encode_state(self.stream))
+
+    def set_state(self, new_state: Tensor) -> Generator:
+        decode_state(self.stream, new_state.numpy() if isinstance(new_state, Tensor) else new_state)
+        return self
 
     @property
-    def numpy(self) -> np.random.Generator:
-        return self._rng
+    def device(self) -> Any:
+        return _device("cpu")
 
 
 # torch keeps one process-wide default generator too; manual_seed() reseeds it.
@@ -291,7 +311,7 @@ def rand_like(
 ) -> Tensor:
     _cpu_only(device)
     shape, dt = _like(t, dtype)
-    return _leaf(default_generator.numpy.random(shape).astype(dt), requires_grad)
+    return _leaf(default_generator.stream.uniform(shape, dt), requires_grad)
 
 
 def randn_like(
@@ -304,7 +324,7 @@ def randn_like(
 ) -> Tensor:
     _cpu_only(device)
     shape, dt = _like(t, dtype)
-    return _leaf(default_generator.numpy.standard_normal(shape).astype(dt), requires_grad)
+    return _leaf(default_generator.stream.normal(shape, dt), requires_grad)
 
 
 def arange(
@@ -353,8 +373,8 @@ def eye(
     return _leaf(np.eye(n, m, dtype=resolve_dtype(dtype) or float32), requires_grad)
 
 
-def _generator(generator: Generator | None) -> np.random.Generator:
-    return (generator or default_generator).numpy
+def _generator(generator: Generator | None) -> TorchStream:
+    return (generator or default_generator).stream
 
 
 def rand(
@@ -366,8 +386,10 @@ def rand(
 ) -> Tensor:
     """Uniform samples on [0, 1)."""
     _cpu_only(device)
-    arr = _generator(generator).random(_shape(size, "rand"))
-    return _leaf(arr.astype(resolve_dtype(dtype) or float32), requires_grad)
+    shape = _shape(size, "rand")
+    return _leaf(
+        _generator(generator).uniform(shape, resolve_dtype(dtype) or float32), requires_grad
+    )
 
 
 def randn(
@@ -379,8 +401,10 @@ def randn(
 ) -> Tensor:
     """Standard normal samples."""
     _cpu_only(device)
-    arr = _generator(generator).standard_normal(_shape(size, "randn"))
-    return _leaf(arr.astype(resolve_dtype(dtype) or float32), requires_grad)
+    shape = _shape(size, "randn")
+    return _leaf(
+        _generator(generator).normal(shape, resolve_dtype(dtype) or float32), requires_grad
+    )
 
 
 def randint(
@@ -396,7 +420,7 @@ def randint(
     _cpu_only(device)
     if size is None:
         low, high, size = 0, low, high
-    arr = _generator(generator).integers(low, high, size=_shape((size,), "randint"))
+    arr = _generator(generator).integers(low, high, _shape((size,), "randint"))
     return _wrap(arr.astype(resolve_dtype(dtype) or int64))
 
 

@@ -1,9 +1,11 @@
 """Sampling: in-place fills (normal_, uniform_, bernoulli_, exponential_), bernoulli,
 multinomial, normal, and the histograms (histc, histogram).
 
-Every draw comes from a hookgrad :class:`Generator` (numpy's PCG64), so a seed reproduces
-hookgrad's own numbers but not torch's (torch's CPU generator is a Mersenne Twister with its
-own transforms); see docs/torch.md.
+Every draw comes from a hookgrad :class:`Generator`, which draws torch's CPU numbers
+(:mod:`hookgrad._random_stream`): ``normal_``, ``uniform_``, ``bernoulli_``/``bernoulli`` and
+``normal`` and ``multinomial`` with replacement give torch's values for the same seed;
+``exponential_`` and ``multinomial`` without replacement use the same stream with transforms
+of their own.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def normal_(
     """Fill with draws from N(mean, std**2)."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    return _fill(x, _generator(generator).normal(mean, std, x._data.shape))
+    return _fill(x, _generator(generator).normal(x._data.shape, x._data.dtype, mean, std))
 
 
 def uniform_(
@@ -58,14 +60,14 @@ def uniform_(
         raise RuntimeError(
             f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}"
         )
-    return _fill(x, _generator(generator).uniform(a, b, x._data.shape))
+    return _fill(x, _generator(generator).uniform(x._data.shape, x._data.dtype, a, b))
 
 
 def exponential_(x: Tensor, lambd: float = 1.0, *, generator: Generator | None = None) -> Tensor:
     """Fill with draws from Exp(lambd)."""
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
-    return _fill(x, _generator(generator).exponential(1.0 / lambd, x._data.shape))
+    return _fill(x, _generator(generator).exponential(x._data.shape, lambd))
 
 
 def _probabilities(p: Any) -> np.ndarray:
@@ -77,14 +79,14 @@ def _probabilities(p: Any) -> np.ndarray:
 
 def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Generator | None = None) -> Tensor:
     """Fill with 0/1 draws that are 1 with probability ``p`` (a number or a tensor)."""
-    probs = _probabilities(p)
-    return _fill(x, _generator(generator).random(x._data.shape) < probs)
+    probs = _probabilities(p) if isinstance(p, Tensor) else float(_probabilities(p))
+    return _fill(x, _generator(generator).bernoulli(probs, x._data.shape))
 
 
 def bernoulli(x: Tensor, p: Any = None, *, generator: Generator | None = None) -> Tensor:
     """0/1 draws, 1 with the probability in each entry of ``x`` (or ``p``), in x's dtype."""
     probs = _probabilities(x if p is None else p)
-    draws = _generator(generator).random(x._data.shape) < probs
+    draws = _generator(generator).bernoulli(probs, x._data.shape)
     return wrap(draws.astype(x._data.dtype))
 
 
@@ -114,16 +116,14 @@ def multinomial(
     if (totals <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     rng = _generator(generator)
-    if not replacement and ((rows > 0).sum(axis=1) < num_samples).any():
-        raise RuntimeError(
-            "invalid multinomial distribution (with replacement=False, not enough non-negative category to sample)"
-        )
-    out = np.stack(
-        [
-            rng.choice(rows.shape[1], num_samples, replace=replacement, p=r / t)
-            for r, t in zip(rows, totals)
-        ]
-    )
+    if replacement:  # torch's: a double uniform draw searched in the cumulative weights
+        cumulative = np.cumsum(rows / totals[:, None], axis=1)
+        draws = rng.uniform((rows.shape[0], num_samples), np.float64)
+        out = np.stack([np.searchsorted(c, d, side="right") for c, d in zip(cumulative, draws)])
+        out = np.minimum(out, rows.shape[1] - 1)
+    else:  # torch's: the largest weight / Exp(1) draws (zero weights last, never refused)
+        keys = rows / rng.exponential(rows.shape, 1.0)
+        out = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     return wrap(out.reshape(*w.shape[:-1], num_samples).astype(np.int64))
 
 
@@ -144,15 +144,16 @@ def normal(
     if not tm and not ts:
         if size is None:
             raise TypeError("normal() received an invalid combination of arguments")
-        values = rng.normal(mean, std, _shape((size,), "normal"))
-        return wrap(values.astype(resolve_dtype(dtype) or float32))
+        target = resolve_dtype(dtype) or float32
+        return wrap(rng.normal(_shape((size,), "normal"), target, mean, std))
     m = mean._data if tm else np.asarray(mean)
     s = std._data if ts else np.asarray(std)
     if (s < 0).any():
         raise RuntimeError("normal expects all elements of std >= 0.0")
     like = mean._data if tm else std._data
     shape = np.broadcast_shapes(m.shape, s.shape)
-    return wrap((m + s * rng.standard_normal(shape)).astype(like.dtype))
+    draws = rng.normal(shape, like.dtype)  # torch: normal_(0, 1), then * std + mean
+    return wrap((draws * s + m).astype(like.dtype))
 
 
 def histc(x: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:

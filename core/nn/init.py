@@ -16,6 +16,7 @@ import numpy as np
 
 from .._creation import Generator, default_generator
 from .._ops.inplace import bump
+from .._random_stream import TorchStream
 from .._tensor import Tensor
 
 __all__ = [
@@ -44,8 +45,8 @@ _LINEAR_FNS = (
 )
 
 
-def _rng(generator: Generator | None) -> np.random.Generator:
-    return (generator or default_generator).numpy
+def _rng(generator: Generator | None) -> TorchStream:
+    return (generator or default_generator).stream
 
 
 def _write(tensor: Tensor, values: Any) -> Tensor:
@@ -106,7 +107,7 @@ def uniform_(
     tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None
 ) -> Tensor:
     """Fill with draws from U(a, b)."""
-    return _write(tensor, _rng(generator).uniform(a, b, tensor._data.shape))
+    return _write(tensor, _rng(generator).uniform(tensor._data.shape, tensor._data.dtype, a, b))
 
 
 def normal_(
@@ -115,7 +116,7 @@ def normal_(
     """Fill with draws from N(mean, std**2)."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    return _write(tensor, _rng(generator).normal(mean, std, tensor._data.shape))
+    return _write(tensor, _rng(generator).normal(tensor._data.shape, tensor._data.dtype, mean, std))
 
 
 def trunc_normal_(
@@ -128,10 +129,10 @@ def trunc_normal_(
 ) -> Tensor:
     """Fill with N(mean, std**2) draws redrawn until they fall in [a, b]."""
     rng = _rng(generator)
-    values = rng.normal(mean, std, tensor._data.shape)
+    values = rng.normal(tensor._data.shape, np.float64, mean, std)
     outside = (values < a) | (values > b)
     while outside.any():
-        values[outside] = rng.normal(mean, std, int(outside.sum()))
+        values[outside] = rng.normal((int(outside.sum()),), np.float64, mean, std)
         outside = (values < a) | (values > b)
     return _write(tensor, values)
 

@@ -133,13 +133,20 @@ def test_what_is_not_there_yet_is_absent() -> None:
 
 def test_weighted_sampler_draws_in_proportion_to_the_weights() -> None:
     """With replacement, index i comes up about weights[i] / sum(weights) of the time."""
-    sampler = WeightedRandomSampler([1.0, 0.0, 3.0], 4000, generator=hookgrad.Generator(0))
+    sampler = WeightedRandomSampler(
+        [1.0, 0.0, 3.0], 4000, generator=hookgrad.Generator().manual_seed(0)
+    )
     drawn = list(sampler)
     assert len(sampler) == len(drawn) == 4000
     assert drawn.count(1) == 0
     assert abs(drawn.count(2) / 4000 - 0.75) < 0.03
     assert (
-        list(WeightedRandomSampler([1.0, 0.0, 3.0], 4000, generator=hookgrad.Generator(0))) == drawn
+        list(
+            WeightedRandomSampler(
+                [1.0, 0.0, 3.0], 4000, generator=hookgrad.Generator().manual_seed(0)
+            )
+        )
+        == drawn
     )
 
 

@@ -618,17 +618,18 @@ def test_shuffled_training_loop_gives_torchs_losses() -> None:
     np.testing.assert_allclose(hook_values[0], hook_values[1], rtol=2e-4, atol=1e-6)
 
 
-def test_a_seed_shuffles_otherwise_than_torch_as_documented() -> None:
-    """docs/data.md's "What differs": the same seed gives hookgrad and torch different orders.
+def test_a_seed_shuffles_as_torch_does() -> None:
+    """docs/data.md: the same seed gives hookgrad and torch the same shuffled orders, epoch after
+    epoch, with the default generator and with a loader's own."""
 
-    When hookgrad's generator reproduces torch's stream this fails: then drop the caveat
-    from docs/data.md and docs/getting-started.md, and compare shuffled orders directly.
-    """
-
-    def first_epoch(lib: Any) -> list[int]:
+    def epochs(lib: Any, own: bool) -> list[list[int]]:
         lib.manual_seed(0)
-        loader = lib.utils.data.DataLoader(_tensor_dataset(lib, 20), batch_size=20, shuffle=True)
-        return next(iter(loader))[1].tolist()
+        generator = lib.Generator().manual_seed(5) if own else None
+        data = _tensor_dataset(lib, 20)
+        loader = lib.utils.data.DataLoader(data, batch_size=20, shuffle=True, generator=generator)
+        return [next(iter(loader))[1].tolist() for _ in range(3)]
 
-    assert first_epoch(hookgrad) != first_epoch(torch)
-    assert sorted(first_epoch(hookgrad)) == sorted(first_epoch(torch))
+    for own in (False, True):
+        ours = epochs(hookgrad, own)
+        assert ours == epochs(torch, own)
+        assert ours[0] != ours[1] and sorted(ours[0]) == sorted(ours[1])

@@ -30,8 +30,9 @@ def _scaled_mask(x: np.ndarray, p: float) -> np.ndarray:
     dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float32)
     if p == 1:
         return np.zeros(x.shape, dtype=dtype)
-    keep = default_generator.numpy.random(x.shape, dtype=np.float32) >= p
-    return keep.astype(dtype) * dtype.type(1.0 / (1.0 - p))
+    # torch's CPU dropout: bernoulli_(1 - p) noise, divided by (1 - p) in the tensor's dtype
+    keep = default_generator.stream.bernoulli(1.0 - p, x.shape).astype(dtype)
+    return keep / dtype.type(1.0 - p)
 
 
 def _dropout(input: Tensor, mask: np.ndarray) -> Tensor:

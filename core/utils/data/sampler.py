@@ -8,7 +8,9 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from ..._creation import Generator, default_generator, randint, randperm
+from ..._creation import Generator, randint, randperm
+from ..._ops.random import multinomial
+from ..._tensor import _wrap
 from ._utils.seed import draw_seed
 
 __all__ = [
@@ -82,7 +84,7 @@ class RandomSampler(Sampler[int]):
         n = len(self.data_source)
         generator = self.generator
         if generator is None:
-            generator = Generator(draw_seed(None))
+            generator = Generator().manual_seed(draw_seed(None))
         if self.replacement:
             full, rest = divmod(self.num_samples, _REPLACEMENT_CHUNK)
             for size in [_REPLACEMENT_CHUNK] * full + [rest]:
@@ -115,25 +117,10 @@ class SubsetRandomSampler(Sampler[int]):
 def _multinomial(
     weights: np.ndarray, num_samples: int, replacement: bool, generator: Generator | None
 ) -> list[int]:
-    """Indices drawn with probability proportional to ``weights``, checked as torch checks them.
-
-    Without replacement it is an exponential race (the smallest ``Exp(1) / weight`` keys win),
-    as torch's CPU kernel does it, so zero weights come last instead of raising.
-    """
-    if not np.isfinite(weights).all() or (weights < 0).any():
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if weights.sum() <= 0:
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = (generator or default_generator).numpy
-    if replacement:
-        return rng.choice(len(weights), size=num_samples, p=weights / weights.sum()).tolist()
-    if num_samples > len(weights):
-        raise RuntimeError(
-            "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
-        )
-    with np.errstate(divide="ignore"):
-        keys = rng.standard_exponential(len(weights)) / weights
-    return np.argsort(keys, kind="stable")[:num_samples].tolist()
+    """``torch.multinomial(weights, num_samples, replacement, generator=generator)``, as
+    torch's sampler draws its indices."""
+    rows = _wrap(np.asarray(weights, dtype=np.float64))
+    return multinomial(rows, num_samples, replacement, generator=generator).tolist()  # type: ignore[no-any-return]
 
 
 class WeightedRandomSampler(Sampler[int]):

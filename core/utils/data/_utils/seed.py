@@ -11,7 +11,7 @@ def draw_seed(generator: Generator | None) -> int:
     """A seed in [0, 2**63) from ``generator`` (the default one when None).
 
     torch draws ``torch.empty((), dtype=torch.int64).random_(generator=...)`` at the same
-    points (each loader iteration, each unseeded shuffle), so the number of draws per epoch
-    matches torch's even though the values come from hookgrad's own stream.
+    points (each loader iteration, each unseeded shuffle), from the same stream, so seeded
+    loaders shuffle as torch's do.
     """
-    return int((generator or default_generator).numpy.integers(0, _SEED_BOUND))
+    return (generator or default_generator).stream.random_int64() % _SEED_BOUND
