@@ -48,9 +48,10 @@ def _no_hookgrad_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-def _generator() -> ModuleType:
-    """docs/_generate_events.py, imported from its path (docs/ is no package)."""
-    spec = importlib.util.spec_from_file_location("_generate_events", DOCS / "_generate_events.py")
+def _generator(name: str = "_generate_events") -> ModuleType:
+    """docs/_generate_events.py (or another generator), imported from its path (docs/ is no
+    package)."""
+    spec = importlib.util.spec_from_file_location(name, DOCS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -95,6 +96,28 @@ def test_events_md_is_what_the_generator_writes() -> None:
     assert committed == generator.render(), (
         f"docs/events.md is out of date: run `{generator.COMMAND}` and commit the result"
     )
+
+
+def test_api_md_is_what_the_generator_writes() -> None:
+    """The committed docs/api.md (the supported torch API by module) equals the generator's
+    output, so the page lists exactly the public names the code has."""
+    generator = _generator("_generate_api")
+    committed = (DOCS / "api.md").read_text(encoding="utf-8")
+    assert committed == generator.render(), (
+        f"docs/api.md is out of date: run `{generator.COMMAND}` and commit the result"
+    )
+
+
+def test_api_md_names_exist_and_hookgrad_services_are_left_out() -> None:
+    """Every listed name resolves in its module; the runtime and plugins are not torch's API."""
+    generator = _generator("_generate_api")
+    modules = generator.torch_modules()
+    names = {module.__name__ for module in modules}
+    assert {"hookgrad", "hookgrad.nn.functional", "hookgrad.utils.data"} <= names
+    assert not any(name.startswith(("hookgrad.runtime", "hookgrad.plugins")) for name in names)
+    for module in modules:
+        for name in generator.public_names(module):
+            assert hasattr(module, name), f"{module.__name__}.{name}"
 
 
 def test_events_md_schemas_are_the_models_schemas() -> None:
