@@ -20,7 +20,9 @@ transform, reproduced here in vectorised numpy:
 * ``randperm``: Fisher-Yates swaps with a draw modulo the remaining count;
 * Bernoulli: a uniform draw below the probability (double for a number, float for a tensor
   of probabilities);
-* multinomial with replacement: a double uniform draw searched in the cumulative weights.
+* exponential: ``-1 / lambd * log1p(-u)`` of a double uniform draw;
+* multinomial: with replacement and more than one sample, a double uniform draw searched in
+  the cumulative weights; else the largest ``weight / Exp(1)`` draws.
 
 Where torch's own numbers depend on the CPU (the AVX2 kernel above; torch takes a scalar path
 without AVX2), these are those of an x86-64 CPU with AVX2, which is where they were checked.
@@ -177,9 +179,9 @@ class TorchStream:
         return (draws < p).astype(_F64)
 
     def exponential(self, shape: tuple[int, ...], lambd: float) -> np.ndarray:
-        """Draws from Exp(``lambd``): ``-log1p(-u) / lambd`` of double uniform draws."""
+        """Draws from Exp(``lambd``): ``-1 / lambd * log1p(-u)`` of double uniform draws."""
         u = self._unit(math.prod(shape), np.dtype(_F64)).reshape(shape)
-        return -np.log1p(-u) / lambd  # type: ignore[no-any-return]
+        return (-1.0 / lambd) * np.log1p(-u)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------- Box-Muller blocks

@@ -1,4 +1,4 @@
-"""Test helpers for plugin and op authors: ``capture_events`` and ``gradcheck``.
+"""Test helpers for plugin and op authors: ``capture_events``, ``gradcheck`` and ``as_torch``.
 
 ``capture_events`` runs a plugin on an isolated runtime: no config file, no environment, no
 entry point, only the plugins given, and an in-memory sink whose records the test reads::
@@ -8,6 +8,11 @@ entry point, only the plugins given, and an in-memory sink whose records the tes
     with capture_events(ClampGradInput(ClampGradInput.Config(limit=0.5))) as capture:
         model(x).sum().backward()
     assert capture.records == []  # nothing logged, nothing emitted
+
+``as_torch`` runs torch code unchanged on hookgrad, its own ``import torch`` lines included::
+
+    with as_torch():
+        runpy.run_path("train.py")
 """
 
 from __future__ import annotations
@@ -16,13 +21,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from ._torch_alias import as_torch
 from .autograd import gradcheck
 from .hookspecs import PluginConfig
 from .nn.modules import module as _registry
 from .runtime import MemorySink, PluginCatalog, Runtime
 from .runtime._config import EngineChoice
 
-__all__ = ["EventCapture", "capture_events", "global_hook_counts", "gradcheck"]
+__all__ = ["EventCapture", "as_torch", "capture_events", "global_hook_counts", "gradcheck"]
 
 
 class EventCapture:

@@ -3,9 +3,8 @@ multinomial, normal, and the histograms (histc, histogram).
 
 Every draw comes from a hookgrad :class:`Generator`, which draws torch's CPU numbers
 (:mod:`hookgrad._random_stream`): ``normal_``, ``uniform_``, ``bernoulli_``/``bernoulli`` and
-``normal`` and ``multinomial`` with replacement give torch's values for the same seed;
-``exponential_`` and ``multinomial`` without replacement use the same stream with transforms
-of their own.
+``normal``, ``exponential_`` and ``multinomial`` give torch's values for the same seed (one
+sample, or none replaced: the largest ``weight / Exp(1)`` draws, as torch's fast path).
 """
 
 from __future__ import annotations
@@ -116,13 +115,14 @@ def multinomial(
     if (totals <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     rng = _generator(generator)
-    if replacement:  # torch's: a double uniform draw searched in the cumulative weights
+    if replacement and num_samples > 1:  # torch's: double uniform draws in the cumulative sums
         cumulative = np.cumsum(rows / totals[:, None], axis=1)
         draws = rng.uniform((rows.shape[0], num_samples), np.float64)
         out = np.stack([np.searchsorted(c, d, side="right") for c, d in zip(cumulative, draws)])
         out = np.minimum(out, rows.shape[1] - 1)
-    else:  # torch's: the largest weight / Exp(1) draws (zero weights last, never refused)
-        keys = rows / rng.exponential(rows.shape, 1.0)
+    else:  # torch's: the largest weight / Exp(1) draw (zero weights last, never refused)
+        exp = rng.exponential(w.shape, 1.0).astype(w.dtype).reshape(rows.shape)
+        keys = w.reshape(rows.shape) / exp
         out = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     return wrap(out.reshape(*w.shape[:-1], num_samples).astype(np.int64))
 
@@ -134,9 +134,10 @@ def normal(
     *,
     generator: Generator | None = None,
     dtype: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """Draws from N(mean, std**2): elementwise for tensor ``mean``/``std`` (broadcast), or
-    ``size`` draws for two numbers."""
+    ``size`` draws for two numbers (a leaf that ``requires_grad`` if asked, as torch's)."""
     from .._dtype import resolve_dtype
 
     rng = _generator(generator)
@@ -145,7 +146,8 @@ def normal(
         if size is None:
             raise TypeError("normal() received an invalid combination of arguments")
         target = resolve_dtype(dtype) or float32
-        return wrap(rng.normal(_shape((size,), "normal"), target, mean, std))
+        out = wrap(rng.normal(_shape((size,), "normal"), target, mean, std))
+        return out.requires_grad_(True) if requires_grad else out
     m = mean._data if tm else np.asarray(mean)
     s = std._data if ts else np.asarray(std)
     if (s < 0).any():

@@ -71,8 +71,9 @@ def test_integer_draws_are_torchs(seed: int, n: int, high: int) -> None:
 @settings(max_examples=30, deadline=None)
 @given(seed=seeds, n=st.integers(1, 100), p=st.floats(0.0, 1.0))
 def test_bernoulli_dropout_and_multinomial_are_torchs(seed: int, n: int, p: float) -> None:
-    """bernoulli_ with a number and with a tensor, bernoulli, dropout's mask and scale, and
-    multinomial with replacement over two rows."""
+    """bernoulli_ with a number and with a tensor, bernoulli, dropout's mask and scale,
+    multinomial over two rows (with replacement, one sample, without replacement) and
+    exponential_."""
     _seed(seed)
     _same(hookgrad.empty(n).bernoulli_(p), torch.empty(n).bernoulli_(p))
     _same(
@@ -87,10 +88,12 @@ def test_bernoulli_dropout_and_multinomial_are_torchs(seed: int, n: int, p: floa
         torch.nn.functional.dropout(torch.tensor(x), q),
     )
     weights = np.abs(np.sin(np.arange(2 * n, dtype=np.float32))).reshape(2, n) + 0.01
-    _same(
-        hookgrad.multinomial(hookgrad.tensor(weights), 7, replacement=True),
-        torch.multinomial(torch.tensor(weights), 7, replacement=True),
-    )
+    for samples, replacement in ((7, True), (1, True), (min(n, 3), False)):
+        _same(
+            hookgrad.multinomial(hookgrad.tensor(weights), samples, replacement=replacement),
+            torch.multinomial(torch.tensor(weights), samples, replacement=replacement),
+        )
+    _same(hookgrad.empty(n).exponential_(2.5), torch.empty(n).exponential_(2.5))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 1234])
