@@ -173,6 +173,7 @@ from ._tensor_types import (
 )
 
 if TYPE_CHECKING:
+    from ._tap import Tap, tap
     from .plugins.spike_guard import SpikeError
     from .runtime import Runtime, configure
 
@@ -195,6 +196,7 @@ __all__ = [
     "Runtime",
     "Size",
     "SpikeError",
+    "Tap",
     "Tensor",
     "BoolTensor",
     "ByteTensor",
@@ -351,6 +353,7 @@ __all__ = [
     "sort",
     "std_mean",
     "t",
+    "tap",
     "topk",
     "tril",
     "triu",
@@ -363,6 +366,8 @@ _LAZY = {
     "Runtime": "hookgrad.runtime",
     "configure": "hookgrad.runtime",
     "SpikeError": "hookgrad.plugins.spike_guard",
+    "Tap": "hookgrad._tap",
+    "tap": "hookgrad._tap",
 }
 
 
