@@ -126,6 +126,7 @@ class Tap:
         self.records: list[ModuleEvent] = []
         self._copies: list[dict[str, Any]] = []  # per record, when capturing: field -> copy
         self._sites: dict[int, _Site] = {}  # id(module) -> its site, the selected modules
+        self._counts: dict[int, int] = {}  # id(site) -> its calls since the model's last call
         self._handles: list[Removable] = []
         self._runtime: Runtime | None = None
         self._passes = 0
@@ -207,6 +208,18 @@ class Tap:
         ]
 
     # ------------------------------------------------------------------ recording
+    def _acts_here(self) -> bool:
+        """The owner check: open, and the calling thread is the one that started the tap."""
+        return self._open and current_thread() == self._thread
+
+    def _model_called(self) -> None:
+        """The model's call begins: call indices restart (as they do per outermost call in
+        the runtime's events)."""
+        if self._acts_here():
+            self._counts.clear()
+            for site in self._sites.values():
+                site.calls.clear()
+
     def _step(self) -> int:
         runtime = self._runtime
         return self._passes if runtime is None else runtime.step
@@ -226,7 +239,7 @@ class Tap:
             self._copies.append({name: _host_copy(stored[name]) for name in event.read_only_fields})
 
     def _backward_ended(self, root: Any) -> None:
-        if self._open and current_thread() == self._thread:
+        if self._acts_here():
             self._passes += 1
 
     def _select(self) -> dict[int, _Site]:
@@ -250,7 +263,7 @@ class Tap:
 
 
 class _Site:
-    """One selected module: its name, and the call indices of its calls in progress."""
+    """One selected module: its name, and (call index, step) of its calls in progress."""
 
     __slots__ = ("calls", "module_type", "name", "tap")
 
@@ -258,17 +271,17 @@ class _Site:
         self.tap = tap
         self.name = name
         self.module_type = module_type
-        self.calls: list[tuple[int, int]] = []  # (call index, step) of each call in progress
+        self.calls: list[tuple[int, int]] = []  # kept for the forward records only
 
-    def enter(
-        self, counts: dict[int, int], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> _Call | None:
+    def enter(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call | None:
         """A call begins: record ``forward_pre``; the call's backward receiver, or None."""
         tap = self.tap
+        counts = tap._counts
         index = counts.get(id(self), 0)
         counts[id(self)] = index + 1
         step = tap._step()
-        self.calls.append((index, step))
+        if _FORWARD in tap.kinds:
+            self.calls.append((index, step))
         if not tap._sampled(step):
             return None
         if _FORWARD_PRE in tap.kinds:
@@ -344,69 +357,60 @@ class _Entry:
             call.backward_pre(grads)
 
 
+class _ModuleHooks:
+    """The hooks on one selected module: the forward pre-hook binds the backward entry its
+    call captured and puts a fresh one in the module's backward tables (``tables``: (table,
+    handle id) pairs; empty when no backward kind is recorded)."""
+
+    __slots__ = ("entry", "site", "tables")
+
+    def __init__(self, site: _Site) -> None:
+        self.site = site
+        self.entry = _Entry()  # the entry the module's next call captures
+        self.tables: tuple[tuple[dict[int, Any], int], ...] = ()
+
+    def pre(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        tap = self.site.tap
+        if not tap._acts_here():
+            return
+        call = self.site.enter(args, kwargs)
+        if self.tables:
+            captured = self.entry
+            captured.call, captured.thread = call, tap._thread
+            fresh = self.entry = _Entry()
+            for table, key in self.tables:
+                if key in table:
+                    table[key] = fresh
+
+    def post(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+        if self.site.tap._acts_here():
+            self.site.exit(args, kwargs, output)
+
+
 def _install_on_modules(tap: Tap) -> list[Removable]:
     """Hooks on the model (call indices restart at each of its calls) and each selected module."""
-    counts: dict[int, int] = {}
-
-    def restart(module: Any, args: tuple[Any, ...]) -> None:
-        if current_thread() == tap._thread:
-            counts.clear()
-            for site in tap._sites.values():
-                site.calls.clear()
-
-    handles: list[Removable] = [tap.model.register_forward_pre_hook(restart)]
+    handles: list[Removable] = [
+        tap.model.register_forward_pre_hook(lambda module, args: tap._model_called())
+    ]
     modules = {id(module): module for _, module in tap.model.named_modules()}
     backward = _BACKWARD_PRE in tap.kinds or _BACKWARD in tap.kinds
     for key, site in tap._sites.items():
         module = modules[key]
-        tables = []  # (table, handle id) of the module's backward hooks holding the entry
-        entry = _Entry()
+        hooks = _ModuleHooks(site)
         if backward:
+            tables = []
             for table, register in (
                 (module._backward_pre_hooks, module.register_full_backward_pre_hook),
                 (module._backward_hooks, module.register_full_backward_hook),
             ):
-                handle = register(entry)
+                handle = register(hooks.entry)
                 handles.append(handle)
                 tables.append((table, handle.id))
-        handles.append(
-            module.register_forward_pre_hook(
-                _forward_pre_hook(site, counts, entry, tuple(tables)), with_kwargs=True
-            )
-        )
+            hooks.tables = tuple(tables)
+        handles.append(module.register_forward_pre_hook(hooks.pre, with_kwargs=True))
         if _FORWARD in tap.kinds:
-            handles.append(module.register_forward_hook(_forward_hook(site), with_kwargs=True))
+            handles.append(module.register_forward_hook(hooks.post, with_kwargs=True))
     return handles
-
-
-def _forward_pre_hook(site: _Site, counts: dict[int, int], entry: _Entry, tables: Any) -> Any:
-    """The forward pre-hook of a selected module: the call begins; bind its backward entry."""
-    tap = site.tap
-    state = [entry]  # the entry the module's next call captures
-
-    def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if not tap._open or current_thread() != tap._thread:
-            return
-        call = site.enter(counts, args, kwargs)
-        if tables:
-            captured = state[0]
-            captured.call, captured.thread = call, tap._thread
-            fresh = state[0] = _Entry()
-            for table, key in tables:
-                if key in table:
-                    table[key] = fresh
-
-    return hook
-
-
-def _forward_hook(site: _Site) -> Any:
-    tap = site.tap
-
-    def hook(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
-        if tap._open and current_thread() == tap._thread:
-            site.exit(args, kwargs, output)
-
-    return hook
 
 
 # ---------------------------------------------------------------------- engines hooking themselves
@@ -414,28 +418,22 @@ class _EngineHooks:
     """The tap as an engine that installs module hooks itself calls it (torch): every module
     call of the process, of which only the selected modules' are the tap's."""
 
-    __slots__ = ("counts", "tap")
+    __slots__ = ("tap",)
 
     def __init__(self, tap: Tap) -> None:
         self.tap = tap
-        self.counts: dict[int, int] = {}
 
     def _site(self, module: Any) -> _Site | None:
         tap = self.tap
-        if not tap._open or current_thread() != tap._thread:
-            return None
-        return tap._sites.get(id(module))
+        return tap._sites.get(id(module)) if tap._acts_here() else None
 
     def forward_pre(self, module: Any, args: tuple[Any, ...]) -> tuple[_Call | None, None]:
-        tap = self.tap
-        if module is tap.model and tap._open and current_thread() == tap._thread:
-            self.counts.clear()
-            for site in tap._sites.values():
-                site.calls.clear()
+        if module is self.tap.model:
+            self.tap._model_called()
         site = self._site(module)
         if site is None:
             return None, None
-        return site.enter(self.counts, args, {}), None
+        return site.enter(args, {}), None
 
     def forward(
         self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any
