@@ -393,20 +393,19 @@ def _install_on_modules(tap: Tap) -> list[Removable]:
         tap.model.register_forward_pre_hook(lambda module, args: tap._model_called())
     ]
     modules = {id(module): module for _, module in tap.model.named_modules()}
-    backward = _BACKWARD_PRE in tap.kinds or _BACKWARD in tap.kinds
     for key, site in tap._sites.items():
         module = modules[key]
         hooks = _ModuleHooks(site)
-        if backward:
-            tables = []
-            for table, register in (
-                (module._backward_pre_hooks, module.register_full_backward_pre_hook),
-                (module._backward_hooks, module.register_full_backward_hook),
-            ):
+        tables = []
+        for kind, table, register in (
+            (_BACKWARD_PRE, module._backward_pre_hooks, module.register_full_backward_pre_hook),
+            (_BACKWARD, module._backward_hooks, module.register_full_backward_hook),
+        ):
+            if kind in tap.kinds:  # a backward hook the tap does not record costs a call
                 handle = register(hooks.entry)
                 handles.append(handle)
                 tables.append((table, handle.id))
-            hooks.tables = tuple(tables)
+        hooks.tables = tuple(tables)
         handles.append(module.register_forward_pre_hook(hooks.pre, with_kwargs=True))
         if _FORWARD in tap.kinds:
             handles.append(module.register_forward_hook(hooks.post, with_kwargs=True))
