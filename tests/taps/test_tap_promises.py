@@ -102,3 +102,23 @@ def test_hookgrad_warns_for_a_tapped_module_whose_inputs_need_no_gradient(lib: M
     expected = 1 if lib is hookgrad else 0
     assert sum("Full backward hook is firing" in m for m in messages) == expected
     assert tap.records[0].grad_input == (None,)
+
+
+def test_tensors_reads_each_field_from_the_kind_that_carries_it() -> None:
+    """args/kwargs from forward records, else forward_pre; grad_output from backward, else
+    backward_pre; a field no recorded kind carries is a ValueError naming both."""
+    model = mlp(hookgrad)
+    x = hookgrad.tensor(X)
+    kinds = ("forward_pre", "backward_pre")
+    with hookgrad.tap(model, "0", kinds=kinds, capture=True) as pre:
+        model[0](input=x).sum().backward()
+    ((), kwargs) = (pre.tensors("0", "args")[0], pre.tensors("0", "kwargs")[0])
+    np.testing.assert_array_equal(kwargs["input"], X)
+    ((grad,),) = pre.tensors("0", "grad_output")
+    np.testing.assert_array_equal(grad, np.ones((5, 4), np.float32))
+    with pytest.raises(ValueError, match="'output' comes with forward records; this tap records"):
+        pre.tensors("0", "output")
+    with hookgrad.tap(model, "0", kinds=("forward", *kinds), capture=True) as both:
+        model(x * 3)
+    assert len(both.tensors("0", "args")) == 1
+    np.testing.assert_array_equal(both.tensors("0", "args")[0][0], X * 3)
