@@ -122,3 +122,20 @@ def test_tensors_reads_each_field_from_the_kind_that_carries_it() -> None:
         model(x * 3)
     assert len(both.tensors("0", "args")) == 1
     np.testing.assert_array_equal(both.tensors("0", "args")[0][0], X * 3)
+
+
+def test_taps_nest_each_with_its_own_records_and_steps(lib: ModuleType) -> None:
+    """A tap opened inside another on the same model: each records its own steps, the inner
+    one's values equal the outer one's for the same call."""
+    model = mlp(lib)
+    x = lib.tensor(X)
+    with hookgrad.tap(model, "*", capture=True) as outer:
+        model(x).sum().backward()
+        with hookgrad.tap(model, "2", kinds=("backward",), capture=True) as inner:
+            model(x).sum().backward()
+        model(x).sum().backward()
+    assert [(r.step, r.phase, r.module_name) for r in inner.records] == [(0, "backward", "2")]
+    assert sorted({r.step for r in outer.records}) == [0, 1, 2]
+    np.testing.assert_array_equal(
+        inner.tensors("2", "grad_output")[0][0], outer.tensors("2", "grad_output")[1][0]
+    )
