@@ -61,7 +61,7 @@ _FIELD_KINDS: Final = {
     "grad_input": (_BACKWARD,),
     "grad_output": (_BACKWARD, _BACKWARD_PRE),
 }
-"""Each tensor field of the payloads, and the kinds carrying it, the one read first first."""
+"""Each tensor field of the payloads -> the kinds carrying it, the one tensors() prefers first."""
 
 
 def tap(
