@@ -174,6 +174,7 @@ from ._tensor_types import (
 from .random import fork_rng, get_rng_state, initial_seed, seed, set_rng_state
 
 if TYPE_CHECKING:
+    from ._tap import Tap, tap
     from .plugins.spike_guard import SpikeError
     from .runtime import Runtime, configure
 
@@ -197,6 +198,7 @@ __all__ = [
     "Runtime",
     "Size",
     "SpikeError",
+    "Tap",
     "Tensor",
     "BoolTensor",
     "ByteTensor",
@@ -358,6 +360,7 @@ __all__ = [
     "sort",
     "std_mean",
     "t",
+    "tap",
     "topk",
     "tril",
     "triu",
@@ -370,6 +373,8 @@ _LAZY = {
     "Runtime": "hookgrad.runtime",
     "configure": "hookgrad.runtime",
     "SpikeError": "hookgrad.plugins.spike_guard",
+    "Tap": "hookgrad._tap",
+    "tap": "hookgrad._tap",
 }
 
 

@@ -44,11 +44,13 @@ from ._errors import ConfigError, Origin, validate_model
 
 __all__ = [
     "Planned",
+    "Unmatched",
     "check_config",
     "hooks_of",
     "plugin_settings",
     "unknown_hooks",
     "unknown_plugin_error",
+    "unmatched_in",
 ]
 
 _HOOKSPECS: Final = frozenset(specs.__all__)
@@ -224,6 +226,41 @@ def _unknown_name(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Unmatched:
+    """A ``modules`` glob or ``module_types`` name (``key``, ``value``) selecting none of the
+    modules, whose names or classes are ``choices``."""
+
+    key: str
+    value: str
+    choices: list[str]
+    what: str
+    """``"module name"`` or ``"module class"``."""
+
+    def describe(self, models: str) -> str:
+        """``matches no module name of MODELS; did you mean 'x'? (module names: ...)``."""
+        close = difflib.get_close_matches(self.value, self.choices, n=1)
+        guess = f"; did you mean {close[0]!r}?" if close else ""
+        shown = ", ".join(repr(choice) for choice in self.choices[:12])
+        more = f" and {len(self.choices) - 12} more" if len(self.choices) > 12 else ""
+        plural = f"{self.what}es" if self.what.endswith("s") else f"{self.what}s"
+        return f"matches no {self.what} of {models}{guess} ({plural}: {shown}{more})"
+
+
+def unmatched_in(config: PluginConfig, modules: Sequence[tuple[str, str]]) -> Unmatched | None:
+    """The first ``modules`` glob or ``module_types`` name of ``config`` that matches none of
+    ``modules`` ((qualified name, class name) pairs), or None when each matches some module."""
+    names = sorted({name for name, _ in modules})
+    for glob in config.modules:
+        if not any(fnmatchcase(name, glob) for name in names):
+            return Unmatched("modules", glob, names, "module name")
+    types = sorted({kind for _, kind in modules})
+    for kind in config.module_types:
+        if kind not in types:
+            return Unmatched("module_types", kind, types, "module class")
+    return None
+
+
 def unmatched_selection(
     loaded: LoadedConfig, plugin: str, config: PluginConfig, modules: Sequence[tuple[str, str]]
 ) -> ConfigError | None:
@@ -234,40 +271,17 @@ def unmatched_selection(
     Only the models tell whether a selection can ever select anything, so the runtime checks
     this once it knows them (at the first optimizer step, or when a model is watched).
     """
-    names = sorted({name for name, _ in modules})
-    for glob in config.modules:
-        if not any(fnmatchcase(name, glob) for name in names):
-            return _selection_error(loaded, plugin, "modules", glob, names, "module name", "s")
-    types = sorted({kind for _, kind in modules})
-    for kind in config.module_types:
-        if kind not in types:
-            return _selection_error(
-                loaded, plugin, "module_types", kind, types, "module class", "es"
-            )
-    return None
-
-
-def _selection_error(
-    loaded: LoadedConfig,
-    plugin: str,
-    key: str,
-    value: str,
-    choices: list[str],
-    what: str,
-    plural: str,
-) -> ConfigError:
-    origin = loaded._origin(("plugins", plugin, key))
-    where = ".".join((*origin.prefix, "plugins", plugin, key))
-    close = difflib.get_close_matches(value, choices, n=1)
-    guess = f"; did you mean {close[0]!r}?" if close else ""
-    shown = ", ".join(repr(choice) for choice in choices[:12])
-    more = f" and {len(choices) - 12} more" if len(choices) > 12 else ""
+    unmatched = unmatched_in(config, modules)
+    if unmatched is None:
+        return None
+    origin = loaded._origin(("plugins", plugin, unmatched.key))
+    where = ".".join((*origin.prefix, "plugins", plugin, unmatched.key))
     return ConfigError(
-        f"{origin.where}: {where} = [{value!r}] matches no {what} of the models trained"
-        f"{guess} ({what}{plural}: {shown}{more})",
+        f"{origin.where}: {where} = [{unmatched.value!r}] "
+        f"{unmatched.describe('the models trained')}",
         path=origin.path,
         table=f"plugins.{plugin}",
-        key=key,
+        key=unmatched.key,
     )
 
 

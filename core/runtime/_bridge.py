@@ -66,15 +66,7 @@ from typing import Any, Final, TypeVar
 import pluggy
 
 from ..engines import Engine, ModuleHookSource, Removable, engine_named
-from ..hookspecs import (
-    BackwardPreEvent,
-    ForwardEvent,
-    ForwardPreEvent,
-    FullBackwardEvent,
-    ModuleEvent,
-    PluginConfig,
-    call_order,
-)
+from ..hookspecs import ModuleEvent, PluginConfig, call_order
 from ..nn.modules._backward_hooks import hook_inputs
 from ..nn.modules._global_hooks import (
     GLOBAL_HOOKS,
@@ -87,6 +79,12 @@ from ..nn.modules._global_hooks import (
 from ..nn.modules._module_hooks import call_general
 from ..utils.hooks import RemovableHandle
 from ._failures import OnErrorLog, PluginFailures, PluginHookWarning
+from ._module_events import (
+    backward_pre_event,
+    forward_event,
+    forward_pre_event,
+    full_backward_event,
+)
 from ._naming import CallStack, ModuleNamer
 from ._replacements import as_args, checked_gradients
 from ._threads import ThreadPolicy, check_policy, current_thread
@@ -606,17 +604,7 @@ class HookBridge:
         kwargs: dict[str, Any],
     ) -> tuple[Any, ...] | None:
         """``hookgrad_forward_pre`` to ``listeners``: the replacement args, or None."""
-        event = ForwardPreEvent.trusted(
-            {
-                "module_name": name,
-                "module_type": module_type,
-                "call_index": index,
-                "step": self.step,
-                "phase": "forward_pre",
-                "args": args,
-                "kwargs": kwargs,
-            }
-        )
+        event = forward_pre_event(name, module_type, index, self.step, args, kwargs)
         final = self._chain(listeners, event, "args", as_args)
         return None if final is event else final.__dict__["args"]  # as returned
 
@@ -658,18 +646,7 @@ class HookBridge:
         output: Any,
     ) -> Any:
         """``hookgrad_forward`` to ``listeners``: the replacement output, or None."""
-        event = ForwardEvent.trusted(
-            {
-                "module_name": name,
-                "module_type": module_type,
-                "call_index": index,
-                "step": self.step,
-                "phase": "forward",
-                "args": args,
-                "kwargs": kwargs,
-                "output": output,
-            }
-        )
+        event = forward_event(name, module_type, index, self.step, args, kwargs, output)
         final = self._chain(listeners, event, "output", None)
         return None if final is event else final.__dict__["output"]  # as returned
 
@@ -680,15 +657,8 @@ class HookBridge:
         grad_output: tuple[Any, ...],
     ) -> tuple[Any, ...] | None:
         """``hookgrad_backward_pre`` to ``listeners``: the replacement grad_output, or None."""
-        event = BackwardPreEvent.trusted(
-            {
-                "module_name": record.module_name,
-                "module_type": record.module_type,
-                "call_index": record.call_index,
-                "step": self.step,
-                "phase": "backward_pre",
-                "grad_output": grad_output,
-            }
+        event = backward_pre_event(
+            record.module_name, record.module_type, record.call_index, self.step, grad_output
         )
         final = self._chain(listeners, event, "grad_output", checked_gradients)
         return None if final is event else final.__dict__["grad_output"]  # as returned
@@ -701,16 +671,13 @@ class HookBridge:
         grad_output: tuple[Any, ...],
     ) -> tuple[Any, ...] | None:
         """``hookgrad_full_backward`` to ``listeners``: the replacement grad_input, or None."""
-        event = FullBackwardEvent.trusted(
-            {
-                "module_name": record.module_name,
-                "module_type": record.module_type,
-                "call_index": record.call_index,
-                "step": self.step,
-                "phase": "backward",
-                "grad_input": grad_input,
-                "grad_output": grad_output,
-            }
+        event = full_backward_event(
+            record.module_name,
+            record.module_type,
+            record.call_index,
+            self.step,
+            grad_input,
+            grad_output,
         )
         final = self._chain(listeners, event, "grad_input", checked_gradients)
         return None if final is event else final.__dict__["grad_input"]  # as returned

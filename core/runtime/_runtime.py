@@ -261,6 +261,7 @@ class Runtime:
         except BaseException as error:
             self._close(propagating=error)
             raise
+        _STARTED.append(self)
         return self
 
     def close(self) -> None:
@@ -278,6 +279,8 @@ class Runtime:
         if self._state == "closed":
             return
         self._state = "closed"
+        if self in _STARTED:
+            _STARTED.remove(self)
         self._loop.detach()
         self._bridge.detach()
         try:
@@ -389,6 +392,20 @@ class Runtime:
 
     def __repr__(self) -> str:
         return f"<Runtime {self._state} plugins={list(self._plugins)} step={self.step}>"
+
+
+# ---------------------------------------------------------------------- the started runtimes
+_STARTED: list[Runtime] = []
+"""The runtimes started and not yet closed, in the order they started."""
+
+
+def running_runtime() -> Runtime | None:
+    """The started runtime acting on the calling thread's work (its owner check passes), the
+    latest started if several do; None when none does. What scoped taps count steps with."""
+    for runtime in reversed(tuple(_STARTED)):
+        if runtime.bridge.acts_here():
+            return runtime
+    return None
 
 
 # ---------------------------------------------------------------------- the default runtime

@@ -53,9 +53,9 @@ def test_backward_only_plugin_builds_no_forward_payload(pm, make_bridge, monkeyp
     """Only full_backward implemented: forward hooks name calls but build no forward event."""
     plugin = FullBackwardOnly()
     pm.register(plugin, name="full_only")
-    monkeypatch.setattr(_bridge, "ForwardPreEvent", _fail)
-    monkeypatch.setattr(_bridge, "ForwardEvent", _fail)
-    monkeypatch.setattr(_bridge, "BackwardPreEvent", _fail)
+    monkeypatch.setattr(_bridge, "forward_pre_event", _fail)
+    monkeypatch.setattr(_bridge, "forward_event", _fail)
+    monkeypatch.setattr(_bridge, "backward_pre_event", _fail)
     make_bridge()
     assert global_hook_counts() == [1, 1, 1, 1, 0, 1]
     model = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
