@@ -93,6 +93,10 @@ def _check_inputs(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Tensor | No
             f"value {list(v.shape)} do not fit: expected query.size(-1) == key.size(-1) and "
             "key.size(-2) == value.size(-2)"
         )
+
+
+def _check_batch(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+    """torch's broadcasting error when the batch (and head) dims do not broadcast."""
     try:
         np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except ValueError:
@@ -111,22 +115,41 @@ def _gqa_groups(q: np.ndarray, k: np.ndarray, v: np.ndarray, enable_gqa: bool) -
     return q.shape[-3] // k.shape[-3]
 
 
+def _fused_kernel_takes(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, groups: int, mask_grad: bool, dropout_p: float
+) -> bool:
+    """Whether torch's CPU flash kernel (rather than its math fallback) runs this call: 4-D
+    inputs of one batch size, equal head counts (after grouping) and feature sizes, no
+    dropout, no mask gradient. Only the fallback refuses a mask together with ``is_causal``."""
+    return (
+        q.ndim == k.ndim == v.ndim == 4
+        and q.shape[0] == k.shape[0] == v.shape[0]
+        and q.shape[1] == k.shape[1] * groups == v.shape[1] * groups
+        and q.shape[-1] == v.shape[-1]
+        and not mask_grad
+        and dropout_p == 0
+    )
+
+
 def _attention_bias(
     mask: Tensor | None, is_causal: bool, size: tuple[int, int], dtype: np.dtype
 ) -> np.ndarray | None:
     """The additive bias: 0 where attended, ``-inf`` where masked; a float mask as given.
 
-    ``is_causal`` wins over an explicit mask, as in torch's CPU kernel.
+    With ``is_causal`` keys after each query are masked too, on top of an explicit mask (torch's
+    CPU kernel, the only case where both may be given, applies both).
     """
+    bias = None
+    if mask is not None:
+        m = mask._data
+        if m.dtype == np.bool_:
+            bias = np.where(m, dtype.type(0), dtype.type(-np.inf))
+        else:
+            bias = m.astype(dtype, copy=False)
     if is_causal:
-        keep = np.tril(np.ones(size, dtype=np.bool_))
-        return np.where(keep, dtype.type(0), dtype.type(-np.inf))
-    if mask is None:
-        return None
-    m = mask._data
-    if m.dtype == np.bool_:
-        return np.where(m, dtype.type(0), dtype.type(-np.inf))
-    return m.astype(dtype, copy=False)
+        future = np.where(np.tril(np.ones(size, dtype=np.bool_)), dtype.type(0), -np.inf)
+        bias = future.astype(dtype) if bias is None else bias + future.astype(dtype)
+    return bias
 
 
 def _softmax_rows(scores: np.ndarray) -> np.ndarray:
@@ -156,7 +179,19 @@ def scaled_dot_product_attention(
     q, k, v = query._data, key._data, value._data
     _check_inputs(q, k, v, attn_mask)
     groups = _gqa_groups(q, k, v, enable_gqa)
+    float_mask = attn_mask is not None and attn_mask._data.dtype != np.bool_
+    grad_mask = float_mask and needs_grad(attn_mask)  # type: ignore[arg-type]
+    if (
+        is_causal
+        and attn_mask is not None
+        and not _fused_kernel_takes(q, k, v, groups, grad_mask, dropout_p)
+    ):
+        raise RuntimeError(
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+            "is_causal=True"
+        )
     kg, vg = _group(k, groups), _group(v, groups)
+    _check_batch(q, kg, vg)
     factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = (q @ _swap(kg)) * q.dtype.type(factor)
     bias = _attention_bias(attn_mask, is_causal, (q.shape[-2], k.shape[-2]), q.dtype)
@@ -165,8 +200,6 @@ def scaled_dot_product_attention(
     attn = _softmax_rows(scores).astype(q.dtype, copy=False)
     drop = _scaled_mask(attn, dropout_p) if dropout_p > 0 else None
     out = (attn if drop is None else attn * drop) @ vg
-    float_mask = attn_mask is not None and not is_causal and attn_mask._data.dtype != np.bool_
-    grad_mask = float_mask and needs_grad(attn_mask)  # type: ignore[arg-type]
     if not (needs_grad(query, key, value) or grad_mask):
         return wrap(out)
     edges = [edge(query), edge(key), edge(value)]

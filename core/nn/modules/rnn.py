@@ -147,12 +147,12 @@ class RNNBase(Module):
         return out
 
     def check_input(self, input: Tensor) -> None:
-        weight_dtype = self.weight_ih_l0.dtype
-        if input.dtype != weight_dtype:
+        weight_dtype = f"hookgrad.{self.weight_ih_l0.dtype}"
+        if input.dtype != self.weight_ih_l0.dtype:
+            got = f"hookgrad.{input.dtype}"
             raise ValueError(
-                f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight_dtype}). "
-                f"Convert input: input.to({weight_dtype}), or convert model: "
-                f"model.to({input.dtype})"
+                f"RNN input dtype ({got}) does not match weight dtype ({weight_dtype}). "
+                f"Convert input: input.to({weight_dtype}), or convert model: model.to({got})"
             )
         if input.ndim != 3:
             raise RuntimeError(f"input must have 3 dimensions, got {input.ndim}")

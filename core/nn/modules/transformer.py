@@ -153,6 +153,11 @@ class TransformerEncoderLayer(_FeedForwardLayer):
             self.activation_relu_or_gelu = 0
         self.activation = activation
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        if not hasattr(self, "activation"):
+            self.activation = F.relu
+
     def forward(
         self,
         src: Tensor,
@@ -226,6 +231,15 @@ class TransformerDecoderLayer(_FeedForwardLayer):
         self.activation = (
             _get_activation_fn(activation) if isinstance(activation, str) else activation
         )
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """torch's: a state without a top-level ``activation`` gets ``F.relu``. A module
+        activation lives in ``_modules``, so a copied layer (every layer of a
+        TransformerDecoder) runs ReLU instead of it, and its hooks never fire: torch's
+        behaviour, kept so that the numbers and hook traces are torch's."""
+        if "activation" not in state:
+            state["activation"] = F.relu
+        super().__setstate__(state)
 
     def forward(
         self,
