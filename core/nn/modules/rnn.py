@@ -129,6 +129,9 @@ class RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
+    def flatten_parameters(self) -> None:
+        """Nothing to do: torch packs weights for cuDNN here, and does nothing on a CPU."""
+
     @property
     def all_weights(self) -> list[list[Parameter]]:
         return [[getattr(self, name) for name in names] for names in self._all_weights]

@@ -353,3 +353,47 @@ def test_multihead_attention_errors_match_torch(fails_like_torch):
 
     fails_like_torch(causal_without_mask)
     fails_like_torch(lambda lib: lib.nn.MultiheadAttention(0, 2))
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        {"k": (1, 1, 3, 4)},  # broadcast heads
+        {"q": (2, 2, 3, 4)},  # broadcast batch
+        {"v": (1, 2, 3, 2)},  # value size other than E
+        {"dropout_p": 0.5},
+    ],
+    ids=["heads", "batch", "value-size", "dropout"],
+)
+def test_sdpa_refuses_mask_with_is_causal_where_torch_does(fails_like_torch, shapes):
+    """Where torch takes its math path, a mask together with is_causal is torch's error."""
+
+    def action(lib):
+        q = lib.zeros(*shapes.get("q", (1, 2, 3, 4)))
+        k = lib.zeros(*shapes.get("k", (1, 2, 3, 4)))
+        v = lib.zeros(*shapes.get("v", k.shape))
+        mask = lib.ones(3, 3, dtype=lib.bool)
+        dropout_p = shapes.get("dropout_p", 0.0)
+        lib.nn.functional.scaled_dot_product_attention(
+            q, k, v, mask, dropout_p=dropout_p, is_causal=True
+        )
+
+    fails_like_torch(action)
+
+
+def test_multihead_attention_eval_without_grad_matches_torchs_fused_path():
+    """In eval mode without grad torch runs its fused attention kernel; hookgrad's ordinary
+    path gives the same outputs and weights."""
+    hg, tm = (
+        nn.MultiheadAttention(8, 2, batch_first=True),
+        torch.nn.MultiheadAttention(8, 2, batch_first=True),
+    )
+    sync(hg, tm)
+    hg.eval()
+    tm.eval()
+    x = array(2, 5, 8)
+    with hookgrad.no_grad(), torch.no_grad():
+        h_out, h_w = hg(*(hookgrad.tensor(x),) * 3)
+        t_out, t_w = tm(*(torch.tensor(x),) * 3)
+    np.testing.assert_allclose(h_out.numpy(), t_out.numpy(), 1e-5, 1e-5)
+    np.testing.assert_allclose(h_w.numpy(), t_w.numpy(), 1e-5, 1e-5)

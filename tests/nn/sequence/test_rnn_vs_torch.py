@@ -222,3 +222,18 @@ def test_hook_trace_of_a_recurrent_layer_is_torchs():
         x = lib.tensor(array(3, 2, IN), requires_grad=True)
         traces.append(hook_trace(layer, lambda layer=layer, x=x: layer(x)[0]))
     assert traces[0] == traces[1]
+
+
+def test_flatten_parameters_is_accepted_and_changes_nothing():
+    """flatten_parameters() (called by many scripts before each forward) leaves the
+    parameters as they are, as torch's does on a CPU."""
+    lstm = nn.LSTM(IN, HID, 2)
+    before = [p.detach().numpy().copy() for p in lstm.parameters()]
+    assert lstm.flatten_parameters() is None
+    assert all(np.array_equal(a, p.detach().numpy()) for a, p in zip(before, lstm.parameters()))
+
+
+def test_packed_sequences_are_not_there():
+    """torch.nn.utils.rnn (PackedSequence, pack_padded_sequence) is not provided yet."""
+    assert not hasattr(nn.utils, "rnn")
+    assert not hasattr(nn.utils, "pack_padded_sequence")

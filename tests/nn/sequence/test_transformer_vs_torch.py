@@ -257,3 +257,25 @@ def test_decoder_stack_with_a_module_activation_runs_relu_as_torch():
     assert hg.layers[0].activation is nn.functional.relu
     assert "layers.0.activation" in dict(hg.named_modules())
     compare_module(hg, tm, _seq(2, 4, False), _seq(2, 3, False, seed=2))
+
+
+def test_padded_positions_keep_their_values_unlike_torchs_nested_path():
+    """In eval mode without grad, torch's nested-tensor path writes zeros at padded positions
+    of TransformerEncoder's output; hookgrad runs the ordinary path (the values torch computes
+    with grad on) and equals torch everywhere else."""
+    layers = _both("TransformerEncoderLayer", D, HEADS, FF, 0.1, batch_first=True)
+    hg, tm = nn.TransformerEncoder(layers[0], 1), torch.nn.TransformerEncoder(layers[1], 1)
+    sync(hg, tm)
+    hg.eval()
+    tm.eval()
+    x = _seq(2, 5, True)
+    pad = np.zeros((2, 5), dtype=bool)
+    pad[1, 3:] = True
+    h = hg(hookgrad.tensor(x), src_key_padding_mask=hookgrad.tensor(pad)).detach().numpy()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's nested-tensor prototype notice
+        t_nested = tm(torch.tensor(x), src_key_padding_mask=torch.tensor(pad)).numpy()
+    t_plain = tm(torch.tensor(x), src_key_padding_mask=torch.tensor(pad)).detach().numpy()
+    assert not t_nested[1, 3:].any()
+    np.testing.assert_allclose(h, t_plain, 1e-5, 1e-5)
+    np.testing.assert_allclose(h[~pad], t_nested[~pad], 1e-5, 1e-5)
