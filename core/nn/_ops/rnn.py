@@ -35,7 +35,7 @@ def _relu_step(gi: Tensor, h: State, w_hh: Tensor, b_hh: Tensor | None, _: objec
 def _lstm_step(
     gi: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None
 ) -> State:
-    h, c = state  # type: ignore[misc]
+    h, c = state
     i, f, g, o = (gi + linear(h, w_hh, b_hh)).chunk(4, 1)
     c = _unary.sigmoid(f) * c + _unary.sigmoid(i) * _unary.tanh(g)
     h = _unary.sigmoid(o) * _unary.tanh(c)
@@ -50,7 +50,7 @@ def _gru_step(gi: Tensor, h: State, w_hh: Tensor, b_hh: Tensor | None, _: object
     r = _unary.sigmoid(i_r + h_r)
     z = _unary.sigmoid(i_z + h_z)
     n = _unary.tanh(i_n + r * h_n)
-    return n + z * (h - n)  # type: ignore[operator]
+    return n + z * (h - n)
 
 
 STEPS: dict[str, Step] = {
@@ -112,10 +112,10 @@ def rnn_layers(
         if dropout_p > 0 and training and layer < num_layers - 1:
             x = dropout(x, dropout_p, True)
     if c0 is None:
-        return x, _shape.stack(finals)  # type: ignore[arg-type]
+        return x, _shape.stack(finals)
     return x, (
-        _shape.stack([s[0] for s in finals]),  # type: ignore[index]
-        _shape.stack([s[1] for s in finals]),  # type: ignore[index]
+        _shape.stack([s[0] for s in finals]),
+        _shape.stack([s[1] for s in finals]),
     )
 
 

@@ -66,7 +66,7 @@ class RNNBase(Module):
         if (
             not isinstance(dropout, numbers.Number)
             or isinstance(dropout, bool)
-            or not 0 <= dropout <= 1  # type: ignore[operator]
+            or not 0 <= dropout <= 1
         ):
             raise ValueError(
                 "dropout should be a number in range [0, 1] representing the probability of "
@@ -95,7 +95,7 @@ class RNNBase(Module):
         self.num_layers = num_layers
         self.bias = bias
         self.batch_first = batch_first
-        self.dropout = float(dropout)  # type: ignore[arg-type]
+        self.dropout = float(dropout)
         self.bidirectional = bidirectional
         self.proj_size = proj_size
         self._all_weights: list[list[str]] = []
@@ -110,7 +110,7 @@ class RNNBase(Module):
             layer_input = self.input_size if layer == 0 else real_hidden * directions
             for direction in range(directions):
                 suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
-                shapes = {
+                shapes: dict[str, tuple[int, ...]] = {
                     "weight_ih": (gate_size, layer_input),
                     "weight_hh": (gate_size, real_hidden),
                 }
@@ -312,7 +312,7 @@ class LSTM(RNNBase):
         self.check_hidden_size(
             hx[1], self.get_expected_cell_size(input), "Expected hidden[1] size {}, got {}"
         )
-        output, (h, c) = self._run(input, hx)  # type: ignore[misc]
+        output, (h, c) = self._run(input, hx)
         if not batched:
             return output.squeeze(batch_dim), (h.squeeze(1), c.squeeze(1))
         return output, (h, c)
