@@ -204,3 +204,162 @@ def test_transformer_tutorial_trains_like_torch():
     got = train_transformer_tutorial(hookgrad, model, hookgrad.tensor(data))
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
     assert expected[-1] < 0.5 * expected[0]  # the run really learns the counting corpus
+
+
+# -- karpathy/nanoGPT model.py (CausalSelfAttention with the flash path, GPT, configure_optimizers)
+
+
+def nano_gpt(torch, block_size=8, vocab_size=20, n_layer=2, n_head=2, n_embd=8, flash=True):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class LayerNorm(nn.Module):
+        """LayerNorm but with an optional bias."""
+
+        def __init__(self, ndim, bias):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(ndim))
+            self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
+
+        def forward(self, input):
+            return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd, bias=True)
+            self.c_proj = nn.Linear(n_embd, n_embd, bias=True)
+            self.attn_dropout = nn.Dropout(0.0)
+            self.resid_dropout = nn.Dropout(0.0)
+            self.n_head, self.n_embd, self.dropout = n_head, n_embd, 0.0
+            self.flash = flash and hasattr(torch.nn.functional, "scaled_dot_product_attention")
+            if not self.flash:
+                self.register_buffer(
+                    "bias",
+                    torch.tril(torch.ones(block_size, block_size)).view(
+                        1, 1, block_size, block_size
+                    ),
+                )
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+            k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            if self.flash:
+                y = torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, attn_mask=None,
+                    dropout_p=self.dropout if self.training else 0, is_causal=True,
+                )  # fmt: skip
+            else:
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+                att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+                att = F.softmax(att, dim=-1)
+                att = self.attn_dropout(att)
+                y = att @ v
+            y = y.transpose(1, 2).contiguous().view(B, T, C)
+            return self.resid_dropout(self.c_proj(y))
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+            self.gelu = nn.GELU()
+            self.c_proj = nn.Linear(4 * n_embd, n_embd)
+            self.dropout = nn.Dropout(0.0)
+
+        def forward(self, x):
+            return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = LayerNorm(n_embd, bias=True)
+            self.attn = CausalSelfAttention()
+            self.ln_2 = LayerNorm(n_embd, bias=True)
+            self.mlp = MLP()
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.transformer = nn.ModuleDict(
+                {
+                    "wte": nn.Embedding(vocab_size, n_embd),
+                    "wpe": nn.Embedding(block_size, n_embd),
+                    "drop": nn.Dropout(0.0),
+                    "h": nn.ModuleList([Block() for _ in range(n_layer)]),
+                    "ln_f": LayerNorm(n_embd, bias=True),
+                }
+            )
+            self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+            self.transformer.wte.weight = self.lm_head.weight  # weight tying
+            self.apply(self._init_weights)
+            for pn, p in self.named_parameters():
+                if pn.endswith("c_proj.weight"):
+                    torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
+
+        def _init_weights(self, module):
+            if isinstance(module, nn.Linear):
+                torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+                if module.bias is not None:
+                    torch.nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+        def forward(self, idx, targets=None):
+            _, t = idx.size()
+            pos = torch.arange(0, t, dtype=torch.long)
+            x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+            for block in self.transformer.h:
+                x = block(x)
+            logits = self.lm_head(self.transformer.ln_f(x))
+            loss = F.cross_entropy(
+                logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1
+            )
+            return logits, loss
+
+        def configure_optimizers(self, weight_decay, learning_rate, betas):
+            param_dict = {pn: p for pn, p in self.named_parameters() if p.requires_grad}
+            decay = [p for n, p in param_dict.items() if p.dim() >= 2]
+            nodecay = [p for n, p in param_dict.items() if p.dim() < 2]
+            groups = [
+                {"params": decay, "weight_decay": weight_decay},
+                {"params": nodecay, "weight_decay": 0.0},
+            ]
+            return torch.optim.AdamW(groups, lr=learning_rate, betas=betas)
+
+    return GPT()
+
+
+def train_nano_gpt(torch, model, data, steps=12, block_size=8, batch=4):
+    optimizer = model.configure_optimizers(0.1, 1e-2, (0.9, 0.95))
+    losses = []
+    for step in range(steps):
+        ix = [(step * 7 + j * 5) % (len(data) - block_size - 1) for j in range(batch)]
+        x = torch.stack([data[i : i + block_size] for i in ix])
+        y = torch.stack([data[i + 1 : i + 1 + block_size] for i in ix])
+        _, loss = model(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("flash", [True, False])
+def test_nano_gpt_trains_like_torch(flash):
+    """nanoGPT's GPT (causal self-attention through F.scaled_dot_product_attention with
+    is_causal=True, or its masked-softmax fallback), weight tying, AdamW groups: torch's
+    loss curve."""
+    model, reference = _same_start(lambda lib: nano_gpt(lib, flash=flash))
+    data = _tokens(200, 1)[:, 0]
+    expected = train_nano_gpt(torch_, reference, torch_.tensor(data))
+    got = train_nano_gpt(hookgrad, model, hookgrad.tensor(data))
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    assert expected[-1] < 0.85 * expected[0]
