@@ -65,18 +65,47 @@ def _hidden(state: State) -> Tensor:
     return state[0] if isinstance(state, tuple) else state
 
 
+def _rows(state: State, size: int) -> State:
+    """The first ``size`` rows of a state (the sequences still running at a packed step)."""
+    if size == _hidden(state).shape[0]:
+        return state
+    if isinstance(state, tuple):
+        return state[0][:size], state[1][:size]
+    return state[:size]
+
+
+def _merge(new: State, old: State, size: int) -> State:
+    """``new`` for the running rows on top of the finished (or not yet started) rows of
+    ``old``, so each sequence keeps the state of its own last step."""
+    if size == _hidden(old).shape[0]:
+        return new
+    if isinstance(new, tuple) and isinstance(old, tuple):
+        return _shape.cat([new[0], old[0][size:]]), _shape.cat([new[1], old[1][size:]])
+    return _shape.cat([new, old[size:]])  # type: ignore[list-item, index]
+
+
 def _direction(
-    step: Step, x: Tensor, state: State, weights: Sequence[Tensor | None], reverse: bool
+    step: Step,
+    x: Tensor,
+    state: State,
+    weights: Sequence[Tensor | None],
+    reverse: bool,
+    batch_sizes: list[int] | None,
 ) -> tuple[Tensor, State]:
-    """Run one layer in one direction over ``x`` (T, B, F): ``(outputs (T, B, H), final)``."""
+    """Run one layer in one direction: time-major ``x`` (T, B, F) gives outputs (T, B, H);
+    packed rows ``x`` (sum of batch_sizes, F) give packed outputs. Returns the final state."""
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
-    inputs = linear(x, w_ih, b_ih).unbind(0)  # type: ignore[arg-type]
+    projected = linear(x, w_ih, b_ih)  # type: ignore[arg-type]
+    inputs = projected.unbind(0) if batch_sizes is None else projected.split(batch_sizes, 0)
     order = range(len(inputs) - 1, -1, -1) if reverse else range(len(inputs))
     outputs: list[Tensor] = [None] * len(inputs)  # type: ignore[list-item]
     for t in order:
-        state = step(inputs[t], state, w_hh, b_hh, w_hr)  # type: ignore[arg-type]
-        outputs[t] = _hidden(state)
-    return _shape.stack(outputs), state
+        size = inputs[t].shape[0]
+        new = step(inputs[t], _rows(state, size), w_hh, b_hh, w_hr)  # type: ignore[arg-type]
+        outputs[t] = _hidden(new)
+        state = _merge(new, state, size)
+    joined = _shape.stack(outputs) if batch_sizes is None else _shape.cat(outputs)
+    return joined, state
 
 
 def rnn_layers(
@@ -88,8 +117,10 @@ def rnn_layers(
     dropout_p: float,
     training: bool,
     bidirectional: bool,
+    batch_sizes: list[int] | None = None,
 ) -> tuple[Tensor, State]:
-    """A stacked (optionally bidirectional) recurrent network over time-major ``x``.
+    """A stacked (optionally bidirectional) recurrent network over time-major ``x``, or over
+    the rows of a packed sequence with ``batch_sizes``.
 
     ``weights`` holds ``(w_ih, w_hh, b_ih, b_hh, w_hr)`` per layer and direction, in torch's
     order; ``hx`` is ``h0`` (or ``(h0, c0)``) of shape ``(layers * directions, B, H)``.
@@ -105,17 +136,17 @@ def rnn_layers(
         for d in range(directions):
             k = layer * directions + d
             state: State = h0[k] if c0 is None else (h0[k], c0[k])
-            out, state = _direction(step, x, state, weights[k], reverse=d == 1)
+            out, state = _direction(step, x, state, weights[k], d == 1, batch_sizes)
             outs.append(out)
             finals.append(state)
-        x = outs[0] if directions == 1 else _shape.cat(outs, 2)
+        x = outs[0] if directions == 1 else _shape.cat(outs, -1)
         if dropout_p > 0 and training and layer < num_layers - 1:
             x = dropout(x, dropout_p, True)
     if c0 is None:
-        return x, _shape.stack(finals)
+        return x, _shape.stack(finals)  # type: ignore[arg-type]
     return x, (
-        _shape.stack([s[0] for s in finals]),
-        _shape.stack([s[1] for s in finals]),
+        _shape.stack([s[0] for s in finals]),  # type: ignore[index]
+        _shape.stack([s[1] for s in finals]),  # type: ignore[index]
     )
 
 

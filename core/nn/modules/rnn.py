@@ -3,7 +3,7 @@
 Parameters are ``weight_ih_l{k}``, ``weight_hh_l{k}``, ``bias_ih_l{k}``, ``bias_hh_l{k}`` (and
 ``weight_hr_l{k}`` for an LSTM with ``proj_size``), with ``_reverse`` for the backward
 direction, all drawn from ``U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))`` as torch draws
-them. Packed sequences (``torch.nn.utils.rnn``) are not supported.
+them. A ``PackedSequence`` input gives a ``PackedSequence`` output, as in torch.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ..._tensor import Tensor
 from .. import init
 from .._ops.rnn import State, gru_cell, lstm_cell, rnn_layers, rnn_relu_cell, rnn_tanh_cell
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
@@ -43,6 +44,15 @@ def _check_sizes(
             raise ValueError(f"{name} must be greater than zero")
     if num_layers <= 0:
         raise ValueError("num_layers must be greater than zero")
+
+
+def _permute(state: State, indices: Tensor | None) -> State:
+    """``state`` with its batch dim (1) reordered by ``indices`` (None: as it is)."""
+    if indices is None:
+        return state
+    if isinstance(state, tuple):
+        return state[0].index_select(1, indices), state[1].index_select(1, indices)
+    return state.index_select(1, indices)
 
 
 class RNNBase(Module):
@@ -149,7 +159,7 @@ class RNNBase(Module):
             )
         return out
 
-    def check_input(self, input: Tensor) -> None:
+    def check_input(self, input: Tensor, batch_sizes: list[int] | None = None) -> None:
         weight_dtype = f"hookgrad.{self.weight_ih_l0.dtype}"
         if input.dtype != self.weight_ih_l0.dtype:
             got = f"hookgrad.{input.dtype}"
@@ -157,20 +167,33 @@ class RNNBase(Module):
                 f"RNN input dtype ({got}) does not match weight dtype ({weight_dtype}). "
                 f"Convert input: input.to({weight_dtype}), or convert model: model.to({got})"
             )
-        if input.ndim != 3:
-            raise RuntimeError(f"input must have 3 dimensions, got {input.ndim}")
+        expected_dim = 2 if batch_sizes is not None else 3
+        if input.ndim != expected_dim:
+            raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.ndim}")
         if self.input_size != input.shape[-1]:
             raise RuntimeError(
                 "input.size(-1) must be equal to input_size. Expected "
                 f"{self.input_size}, got {input.shape[-1]}"
             )
 
-    def _expected_size(self, input: Tensor, size: int) -> tuple[int, int, int]:
-        batch = input.shape[0] if self.batch_first else input.shape[1]
+    def _expected_size(
+        self, input: Tensor, size: int, batch_sizes: list[int] | None
+    ) -> tuple[int, int, int]:
+        if batch_sizes is not None:
+            batch = batch_sizes[0]
+        else:
+            batch = input.shape[0] if self.batch_first else input.shape[1]
         return (self.num_layers * (2 if self.bidirectional else 1), batch, size)
 
-    def get_expected_hidden_size(self, input: Tensor) -> tuple[int, int, int]:
-        return self._expected_size(input, self.proj_size or self.hidden_size)
+    def get_expected_hidden_size(
+        self, input: Tensor, batch_sizes: list[int] | None = None
+    ) -> tuple[int, int, int]:
+        return self._expected_size(input, self.proj_size or self.hidden_size, batch_sizes)
+
+    def get_expected_cell_size(
+        self, input: Tensor, batch_sizes: list[int] | None = None
+    ) -> tuple[int, int, int]:
+        return self._expected_size(input, self.hidden_size, batch_sizes)
 
     @staticmethod
     def check_hidden_size(
@@ -179,12 +202,35 @@ class RNNBase(Module):
         if tuple(hx.shape) != expected:
             raise RuntimeError(msg.format(expected, list(hx.shape)))
 
-    def _zeros(self, input: Tensor, size: int) -> Tensor:
-        return zeros(*self._expected_size(input, size), dtype=input.dtype)
+    def check_forward_args(
+        self, input: Tensor, hidden: State, batch_sizes: list[int] | None = None
+    ) -> None:
+        """torch's checks of the input and of ``h0`` (or ``(h0, c0)``) against it."""
+        self.check_input(input, batch_sizes)
+        expected = self.get_expected_hidden_size(input, batch_sizes)
+        if isinstance(hidden, tuple):
+            self.check_hidden_size(hidden[0], expected, "Expected hidden[0] size {}, got {}")
+            self.check_hidden_size(
+                hidden[1],
+                self.get_expected_cell_size(input, batch_sizes),
+                "Expected hidden[1] size {}, got {}",
+            )
+        else:
+            self.check_hidden_size(hidden, expected)
 
-    def _run(self, input: Tensor, hx: State) -> tuple[Tensor, State]:
-        """The checked, batched, time-major core every recurrent layer's forward ends in."""
-        x = input.transpose(0, 1) if self.batch_first else input
+    def _initial_state(self, input: Tensor, batch_sizes: list[int] | None = None) -> State:
+        """Zeros for ``h0`` (and ``c0``)."""
+        h = zeros(*self.get_expected_hidden_size(input, batch_sizes), dtype=input.dtype)
+        if self.mode != "LSTM":
+            return h
+        return h, zeros(*self.get_expected_cell_size(input, batch_sizes), dtype=input.dtype)
+
+    def _run(
+        self, input: Tensor, hx: State, batch_sizes: list[int] | None = None
+    ) -> tuple[Tensor, State]:
+        """The checked core every recurrent layer's forward ends in."""
+        time_major = self.batch_first and batch_sizes is None
+        x = input.transpose(0, 1) if time_major else input
         out, hidden = rnn_layers(
             self.mode,
             x,
@@ -194,8 +240,19 @@ class RNNBase(Module):
             self.dropout,
             self.training,
             self.bidirectional,
+            batch_sizes,
         )
-        return (out.transpose(0, 1) if self.batch_first else out), hidden
+        return (out.transpose(0, 1) if time_major else out), hidden
+
+    def _run_packed(self, input: PackedSequence, hx: State | None) -> tuple[PackedSequence, State]:
+        """Forward on a PackedSequence: states in sorted order inside, the caller's order out."""
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        sizes = [int(b) for b in batch_sizes._data]
+        hx = self._initial_state(data, sizes) if hx is None else _permute(hx, sorted_indices)
+        self.check_forward_args(data, hx, sizes)
+        out, hidden = self._run(data, hx, sizes)
+        packed = PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices)
+        return packed, _permute(hidden, unsorted_indices)
 
     def _batched(self, input: Tensor, name: str) -> tuple[Tensor, bool, int]:
         """``input`` with a batch dim (unbatched 2-D input gets one), whether it had one."""
@@ -227,8 +284,10 @@ class RNNBase(Module):
 class _SingleStateRNN(RNNBase):
     """RNN and GRU: one hidden state ``h``."""
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(self, input: Any, hx: Tensor | None = None) -> tuple[Any, Tensor]:
         """``(output, h_n)``: the last layer's outputs and each layer's final hidden state."""
+        if isinstance(input, PackedSequence):
+            return self._run_packed(input, hx)  # type: ignore[return-value]
         name = "RNN" if self.mode.startswith("RNN") else "GRU"
         input, batched, batch_dim = self._batched(input, name)
         if hx is not None:
@@ -240,10 +299,9 @@ class _SingleStateRNN(RNNBase):
                 )
             hx = hx if batched else hx.unsqueeze(1)
         else:
-            hx = self._zeros(input, self.hidden_size)
-        self.check_input(input)
-        self.check_hidden_size(hx, self.get_expected_hidden_size(input))
-        output, hidden = self._run(input, hx)
+            hx = self._initial_state(input)  # type: ignore[assignment]
+        self.check_forward_args(input, hx)  # type: ignore[arg-type]
+        output, hidden = self._run(input, hx)  # type: ignore[arg-type]
         if not batched:
             return output.squeeze(batch_dim), hidden.squeeze(1)  # type: ignore[union-attr]
         return output, hidden  # type: ignore[return-value]
@@ -284,17 +342,15 @@ class LSTM(RNNBase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__("LSTM", *args, **kwargs)
 
-    def get_expected_cell_size(self, input: Tensor) -> tuple[int, int, int]:
-        return self._expected_size(input, self.hidden_size)
-
     def forward(
-        self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
-    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        self, input: Any, hx: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Any, tuple[Tensor, Tensor]]:
         """``(output, (h_n, c_n))``."""
+        if isinstance(input, PackedSequence):
+            return self._run_packed(input, hx)  # type: ignore[return-value]
         input, batched, batch_dim = self._batched(input, "LSTM")
         if hx is None:
-            hx = (self._zeros(input, self.proj_size or self.hidden_size),
-                  self._zeros(input, self.hidden_size))  # fmt: skip
+            hx = self._initial_state(input)  # type: ignore[assignment]
         else:
             expect = 3 if batched else 2
             if hx[0].ndim != expect or hx[1].ndim != expect:
@@ -305,14 +361,8 @@ class LSTM(RNNBase):
                 )
             if not batched:
                 hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
-        self.check_input(input)
-        self.check_hidden_size(
-            hx[0], self.get_expected_hidden_size(input), "Expected hidden[0] size {}, got {}"
-        )
-        self.check_hidden_size(
-            hx[1], self.get_expected_cell_size(input), "Expected hidden[1] size {}, got {}"
-        )
-        output, (h, c) = self._run(input, hx)
+        self.check_forward_args(input, hx)  # type: ignore[arg-type]
+        output, (h, c) = self._run(input, hx)  # type: ignore[arg-type, misc]
         if not batched:
             return output.squeeze(batch_dim), (h.squeeze(1), c.squeeze(1))
         return output, (h, c)

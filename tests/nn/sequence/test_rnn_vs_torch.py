@@ -231,9 +231,3 @@ def test_flatten_parameters_is_accepted_and_changes_nothing():
     before = [p.detach().numpy().copy() for p in lstm.parameters()]
     assert lstm.flatten_parameters() is None
     assert all(np.array_equal(a, p.detach().numpy()) for a, p in zip(before, lstm.parameters()))
-
-
-def test_packed_sequences_are_not_there():
-    """torch.nn.utils.rnn (PackedSequence, pack_padded_sequence) is not provided yet."""
-    assert not hasattr(nn.utils, "rnn")
-    assert not hasattr(nn.utils, "pack_padded_sequence")
