@@ -81,7 +81,7 @@ def _merge(new: State, old: State, size: int) -> State:
         return new
     if isinstance(new, tuple) and isinstance(old, tuple):
         return _shape.cat([new[0], old[0][size:]]), _shape.cat([new[1], old[1][size:]])
-    return _shape.cat([new, old[size:]])  # type: ignore[list-item, index]
+    return _shape.cat([new, old[size:]])
 
 
 def _direction(
@@ -143,10 +143,10 @@ def rnn_layers(
         if dropout_p > 0 and training and layer < num_layers - 1:
             x = dropout(x, dropout_p, True)
     if c0 is None:
-        return x, _shape.stack(finals)  # type: ignore[arg-type]
+        return x, _shape.stack(finals)
     return x, (
-        _shape.stack([s[0] for s in finals]),  # type: ignore[index]
-        _shape.stack([s[1] for s in finals]),  # type: ignore[index]
+        _shape.stack([s[0] for s in finals]),
+        _shape.stack([s[1] for s in finals]),
     )
 
 

@@ -362,7 +362,7 @@ class LSTM(RNNBase):
             if not batched:
                 hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
         self.check_forward_args(input, hx)  # type: ignore[arg-type]
-        output, (h, c) = self._run(input, hx)  # type: ignore[arg-type, misc]
+        output, (h, c) = self._run(input, hx)  # type: ignore[arg-type]
         if not batched:
             return output.squeeze(batch_dim), (h.squeeze(1), c.squeeze(1))
         return output, (h, c)
