@@ -363,3 +363,172 @@ def test_nano_gpt_trains_like_torch(flash):
     got = train_nano_gpt(hookgrad, model, hookgrad.tensor(data))
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
     assert expected[-1] < 0.85 * expected[0]
+
+
+# -- PyTorch tutorial "NLP From Scratch: Translation with a Sequence to Sequence Network and
+# Attention" (EncoderRNN, BahdanauAttention, AttnDecoderRNN with teacher forcing, greedy decoding)
+
+
+def seq2seq_tutorial(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+    MAX_LENGTH, SOS_token = 6, 0
+
+    class EncoderRNN(nn.Module):
+        def __init__(self, input_size, hidden_size, dropout_p=0.0):
+            super().__init__()
+            self.hidden_size = hidden_size
+            self.embedding = nn.Embedding(input_size, hidden_size)
+            self.gru = nn.GRU(hidden_size, hidden_size, batch_first=True)
+            self.dropout = nn.Dropout(dropout_p)
+
+        def forward(self, input):
+            embedded = self.dropout(self.embedding(input))
+            output, hidden = self.gru(embedded)
+            return output, hidden
+
+    class BahdanauAttention(nn.Module):
+        def __init__(self, hidden_size):
+            super().__init__()
+            self.Wa = nn.Linear(hidden_size, hidden_size)
+            self.Ua = nn.Linear(hidden_size, hidden_size)
+            self.Va = nn.Linear(hidden_size, 1)
+
+        def forward(self, query, keys):
+            scores = self.Va(torch.tanh(self.Wa(query) + self.Ua(keys)))
+            scores = scores.squeeze(2).unsqueeze(1)
+            weights = F.softmax(scores, dim=-1)
+            context = torch.bmm(weights, keys)
+            return context, weights
+
+    class AttnDecoderRNN(nn.Module):
+        def __init__(self, hidden_size, output_size, dropout_p=0.0):
+            super().__init__()
+            self.embedding = nn.Embedding(output_size, hidden_size)
+            self.attention = BahdanauAttention(hidden_size)
+            self.gru = nn.GRU(2 * hidden_size, hidden_size, batch_first=True)
+            self.out = nn.Linear(hidden_size, output_size)
+            self.dropout = nn.Dropout(dropout_p)
+
+        def forward(self, encoder_outputs, encoder_hidden, target_tensor=None):
+            batch_size = encoder_outputs.size(0)
+            decoder_input = torch.empty(batch_size, 1, dtype=torch.long).fill_(SOS_token)
+            decoder_hidden = encoder_hidden
+            decoder_outputs = []
+            attentions = []
+            for i in range(MAX_LENGTH):
+                decoder_output, decoder_hidden, attn_weights = self.forward_step(
+                    decoder_input, decoder_hidden, encoder_outputs
+                )
+                decoder_outputs.append(decoder_output)
+                attentions.append(attn_weights)
+                if target_tensor is not None:
+                    decoder_input = target_tensor[:, i].unsqueeze(1)
+                else:
+                    _, topi = decoder_output.topk(1)
+                    decoder_input = topi.squeeze(-1).detach()
+            decoder_outputs = torch.cat(decoder_outputs, dim=1)
+            decoder_outputs = F.log_softmax(decoder_outputs, dim=-1)
+            attentions = torch.cat(attentions, dim=1)
+            return decoder_outputs, decoder_hidden, attentions
+
+        def forward_step(self, input, hidden, encoder_outputs):
+            embedded = self.dropout(self.embedding(input))
+            query = hidden.permute(1, 0, 2)
+            context, attn_weights = self.attention(query, encoder_outputs)
+            input_gru = torch.cat((embedded, context), dim=2)
+            output, hidden = self.gru(input_gru, hidden)
+            output = self.out(output)
+            return output, hidden, attn_weights
+
+    return nn.ModuleDict({"encoder": EncoderRNN(10, 8), "decoder": AttnDecoderRNN(8, 10)})
+
+
+def train_seq2seq_tutorial(torch, enc, dec, x, y, steps=8):
+    encoder_optimizer = torch.optim.Adam(enc.parameters(), lr=0.01)
+    decoder_optimizer = torch.optim.Adam(dec.parameters(), lr=0.01)
+    criterion = torch.nn.NLLLoss()
+    losses = []
+    for _ in range(steps):
+        encoder_optimizer.zero_grad()
+        decoder_optimizer.zero_grad()
+        encoder_outputs, encoder_hidden = enc(x)
+        decoder_outputs, _, _ = dec(encoder_outputs, encoder_hidden, y)
+        loss = criterion(decoder_outputs.view(-1, decoder_outputs.size(-1)), y.view(-1))
+        loss.backward()
+        encoder_optimizer.step()
+        decoder_optimizer.step()
+        losses.append(loss.item())
+    dec.eval()
+    with torch.no_grad():
+        decoded, _, _ = dec(*enc(x))  # greedy decoding through topk
+    return losses, decoded.argmax(-1).tolist()
+
+
+def test_seq2seq_tutorial_trains_and_decodes_like_torch():
+    """The seq2seq-with-attention tutorial: torch's loss curve with teacher forcing, then
+    torch's greedy (topk) decodings."""
+    model, reference = _same_start(seq2seq_tutorial)
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(1, 10, (4, 5)), rng.integers(1, 10, (4, 6))
+    expected, expected_words = train_seq2seq_tutorial(
+        torch_, reference["encoder"], reference["decoder"], torch_.tensor(x), torch_.tensor(y)
+    )
+    got, got_words = train_seq2seq_tutorial(
+        hookgrad, model["encoder"], model["decoder"], hookgrad.tensor(x), hookgrad.tensor(y)
+    )
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    assert got_words == expected_words
+    assert expected[-1] < 0.9 * expected[0]
+
+
+# -- PyTorch tutorial "Sequence Models and Long Short-Term Memory Networks" (LSTMTagger) -------
+
+
+def lstm_tagger(torch, embedding_dim=6, hidden_dim=6, vocab_size=9, tagset_size=3):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class LSTMTagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden_dim = hidden_dim
+            self.word_embeddings = nn.Embedding(vocab_size, embedding_dim)
+            self.lstm = nn.LSTM(embedding_dim, hidden_dim)
+            self.hidden2tag = nn.Linear(hidden_dim, tagset_size)
+
+        def forward(self, sentence):
+            embeds = self.word_embeddings(sentence)
+            lstm_out, _ = self.lstm(embeds.view(len(sentence), 1, -1))
+            tag_space = self.hidden2tag(lstm_out.view(len(sentence), -1))
+            return F.log_softmax(tag_space, dim=1)
+
+    return LSTMTagger()
+
+
+def train_lstm_tagger(torch, model, training_data, epochs=40):
+    loss_function = torch.nn.NLLLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for _ in range(epochs):
+        for sentence, tags in training_data:
+            model.zero_grad()
+            tag_scores = model(torch.tensor(sentence, dtype=torch.long))
+            loss = loss_function(tag_scores, torch.tensor(tags, dtype=torch.long))
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    with torch.no_grad():
+        scores = model(torch.tensor(training_data[0][0], dtype=torch.long))
+    return losses, scores.argmax(1).tolist()
+
+
+def test_lstm_tagger_tutorial_trains_like_torch():
+    """The LSTM part-of-speech tagger tutorial: torch's per-sentence losses and tags."""
+    model, reference = _same_start(lstm_tagger)
+    data = [([0, 1, 2, 3, 4], [0, 1, 2, 0, 1]), ([5, 6, 7, 8], [0, 1, 2, 0])]
+    expected, expected_tags = train_lstm_tagger(torch_, reference, data)
+    got, got_tags = train_lstm_tagger(hookgrad, model, data)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    assert got_tags == expected_tags
+    assert expected[-1] < 0.9 * expected[1]  # the same sentence, first and last epoch
