@@ -397,3 +397,74 @@ def test_multihead_attention_eval_without_grad_matches_torchs_fused_path():
         t_out, t_w = tm(*(torch.tensor(x),) * 3)
     np.testing.assert_allclose(h_out.numpy(), t_out.numpy(), 1e-5, 1e-5)
     np.testing.assert_allclose(h_w.numpy(), t_w.numpy(), 1e-5, 1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")
+@settings(max_examples=40, deadline=None)
+@given(
+    heads_dim=st.sampled_from([(1, 4), (2, 4), (2, 6), (3, 6)]),
+    lengths=st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(1, 3)),
+    flags=st.fixed_dictionaries(
+        {
+            "batch_first": st.booleans(),
+            "bias": st.booleans(),
+            "add_bias_kv": st.booleans(),
+            "add_zero_attn": st.booleans(),
+            "separate_dims": st.booleans(),
+        }
+    ),
+    call=st.fixed_dictionaries(
+        {
+            "need_weights": st.booleans(),
+            "average_attn_weights": st.booleans(),
+            "attn_mask": st.sampled_from([None, "bool", "float", "causal"]),
+            "key_padding_mask": st.sampled_from([None, "bool"]),
+        }
+    ),
+    seed=st.integers(0, 100),
+)
+def test_multihead_attention_any_flags_match_torch(heads_dim, lengths, flags, call, seed):
+    """MultiheadAttention for any head count, lengths, batch, constructor flags, masks and
+    need_weights combination: outputs, weights and all gradients equal torch's."""
+    heads, E = heads_dim
+    L, S, N = lengths
+    ctor = {k: v for k, v in flags.items() if k != "separate_dims"}
+    if flags["separate_dims"]:
+        ctor.update(kdim=3, vdim=5)
+    kw = dict(call)
+    if kw["attn_mask"] == "causal":
+        S = L
+        kw["is_causal"] = True
+    kw = _mha_kwargs(kw, L, S, N, heads)
+    if kw["attn_mask"] is None:
+        del kw["attn_mask"]
+    if kw["key_padding_mask"] is None:
+        del kw["key_padding_mask"]
+    shape = (lambda n, s, e: (n, s, e)) if ctor["batch_first"] else (lambda n, s, e: (s, n, e))
+    query = array(*shape(N, L, E), seed=seed)
+    key = array(*shape(N, S, ctor.get("kdim", E)), seed=seed + 1)
+    value = array(*shape(N, S, ctor.get("vdim", E)), seed=seed + 2)
+    torch.manual_seed(seed)
+    compare_module(
+        nn.MultiheadAttention(E, heads, **ctor),
+        torch.nn.MultiheadAttention(E, heads, **ctor),
+        query,
+        key,
+        value,
+        **kw,
+    )
+
+
+def test_mismatched_mask_types_warn_like_torch():
+    """A bool key_padding_mask with a float attn_mask gives torch's deprecation warning."""
+    messages = []
+    for lib in (hookgrad, torch):
+        lib.manual_seed(0)
+        mha = lib.nn.MultiheadAttention(4, 2)
+        x = lib.zeros(3, 2, 4)
+        with pytest.warns(UserWarning) as record:
+            mha(
+                x, x, x, key_padding_mask=lib.zeros(2, 3, dtype=lib.bool), attn_mask=lib.zeros(3, 3)
+            )
+        messages.append([str(w.message) for w in record])
+    assert messages[0] == messages[1]
