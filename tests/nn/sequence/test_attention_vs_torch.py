@@ -49,15 +49,17 @@ def test_sdpa_matches_torch(batch, sizes, mask, is_causal, scale, seed):
     if m is not None and m.dtype == np.bool_:
         m[0] = False  # a query with no key to attend: zeros, in both of torch's kernels
     args = (q, k, v, m)
+
+    def as_inputs(lib):  # as compare_call makes them: a float mask requires grad too
+        return [
+            None if a is None else lib.tensor(a, requires_grad=a.dtype.kind == "f") for a in args
+        ]
+
     try:
-        torch.nn.functional.scaled_dot_product_attention(
-            *(torch.tensor(a) if a is not None else None for a in args), is_causal=is_causal
-        )
+        torch.nn.functional.scaled_dot_product_attention(*as_inputs(torch), is_causal=is_causal)
     except RuntimeError as error:
         with pytest.raises(RuntimeError, match=f"^{re.escape(str(error))}$"):
-            F.scaled_dot_product_attention(
-                *(hookgrad.tensor(a) if a is not None else None for a in args), is_causal=True
-            )
+            F.scaled_dot_product_attention(*as_inputs(hookgrad), is_causal=True)
         return
     compare_call(
         F.scaled_dot_product_attention,
