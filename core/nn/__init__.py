@@ -80,3 +80,38 @@ __all__ = [
     "register_module_full_backward_pre_hook",
     "utils",
 ]
+
+# -- sequence models (issue #16, "seq") --------------------------------------------------------
+from .modules import (
+    GRU,
+    LSTM,
+    RNN,
+    GRUCell,
+    LSTMCell,
+    MultiheadAttention,
+    RNNBase,
+    RNNCell,
+    RNNCellBase,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+
+__all__ += [
+    "GRU",
+    "GRUCell",
+    "LSTM",
+    "LSTMCell",
+    "MultiheadAttention",
+    "RNN",
+    "RNNBase",
+    "RNNCell",
+    "RNNCellBase",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
+]

@@ -121,3 +121,11 @@ def log_softmax(
 globals().update(
     {name: public_op(value) for name, value in tuple(globals().items()) if name in __all__}
 )
+
+# -- attention (issue #16, "seq") --------------------------------------------------------------
+from ._ops.attention import scaled_dot_product_attention  # noqa: E402
+from ._ops.multi_head_attention import multi_head_attention_forward  # noqa: E402
+
+__all__ += ["multi_head_attention_forward", "scaled_dot_product_attention"]
+scaled_dot_product_attention = public_op(scaled_dot_product_attention)
+multi_head_attention_forward = public_op(multi_head_attention_forward)

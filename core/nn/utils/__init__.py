@@ -1,8 +1,8 @@
-"""Utilities of torch.nn.utils that work on plain tensors: gradient clipping and flattening."""
+"""Utilities of torch.nn.utils: gradient clipping, flattening, and (``rnn``) sequence packing."""
 
 from __future__ import annotations
 
-from . import clip_grad, convert_parameters
+from . import clip_grad, convert_parameters, rnn
 from .clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -21,5 +21,6 @@ __all__ = [
     "convert_parameters",
     "get_total_norm",
     "parameters_to_vector",
+    "rnn",
     "vector_to_parameters",
 ]
