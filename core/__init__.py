@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import amp, autograd, backends, cuda, distributed, jit, nn, onnx, optim, utils
+from . import amp, autograd, backends, cuda, distributed, jit, nn, onnx, optim, serialization, utils
 from ._creation import (
     Generator,
     arange,
@@ -171,6 +171,7 @@ from ._tensor_types import (
     LongTensor,
     ShortTensor,
 )
+from .serialization import load, save
 
 if TYPE_CHECKING:
     from .plugins.spike_guard import SpikeError
@@ -355,11 +356,15 @@ __all__ = [
     "tril",
     "triu",
     "var_mean",
+    "load",
+    "save",
+    "serialization",
 ]
 
 # Loaded on first access (PEP 562), so that ``import hookgrad`` imports no runtime service
 # and no plugin: name -> the module that defines it.
 _LAZY = {
+    "bfloat16": "hookgrad._dtype",
     "Runtime": "hookgrad.runtime",
     "configure": "hookgrad.runtime",
     "SpikeError": "hookgrad.plugins.spike_guard",

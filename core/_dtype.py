@@ -59,6 +59,25 @@ def c_type_name(dtype: np.dtype[Any]) -> str:
     return _SCALAR_TYPE_NAMES.get(dtype, ("", str(dtype)))[1]
 
 
+def _bfloat16() -> np.dtype[Any]:
+    """numpy's bfloat16, which the ``ml_dtypes`` package supplies (imported on first use)."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ImportError(
+            "bfloat16 tensors need the ml_dtypes package, which numpy's bfloat16 comes from: "
+            "pip install 'hookgrad[bfloat16]'"
+        ) from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def __getattr__(name: str) -> Any:
+    """``bfloat16`` on first access (PEP 562), so that only its users need ml_dtypes."""
+    if name == "bfloat16":
+        return _bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def get_default_dtype() -> np.dtype[Any]:
     """The dtype of floating tensors created from Python numbers: float32, as in torch."""
     return float32
@@ -74,6 +93,8 @@ def resolve_dtype(dtype: Any) -> np.dtype[Any] | None:
         return int64
     if dtype is bool:
         return bool_
+    if isinstance(dtype, str) and dtype.removeprefix("torch.") == "bfloat16":
+        return _bfloat16()
     return np.dtype(dtype)
 
 
