@@ -26,7 +26,14 @@ from . import _dtype
 from ._size import Size
 from ._tensor import Tensor, _wrap
 
-__all__ = ["StorageRef", "TorchPickler", "TorchUnpickler", "safe_globals", "storage_name"]
+__all__ = [
+    "StorageRef",
+    "TorchPickler",
+    "TorchUnpickler",
+    "root_array",
+    "safe_globals",
+    "storage_name",
+]
 
 # torch's typed storage class per dtype name; bfloat16 is ml_dtypes' name for it.
 _STORAGE_NAMES = {
@@ -83,7 +90,7 @@ class StorageRef:
         self.array = array
 
 
-def _root(data: np.ndarray) -> np.ndarray:
+def root_array(data: np.ndarray) -> np.ndarray:
     """The array that owns ``data``'s memory (numpy's chain of bases)."""
     root = data
     while isinstance(root.base, np.ndarray):
@@ -133,7 +140,7 @@ class TorchPickler(pickle._Pickler):  # type: ignore[name-defined,misc]
         if isinstance(t, Parameter):
             return _REBUILD_PARAMETER, (_wrap(t._data), t._requires_grad, _Hooks())
         data = t._data
-        root = _root(data)
+        root = root_array(data)
         placement = _placement(data, root)
         if placement is None:
             root = np.ascontiguousarray(data)
