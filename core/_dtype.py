@@ -13,6 +13,7 @@ __all__ = [
     "float32",
     "float64",
     "get_default_dtype",
+    "is_floating",
     "int8",
     "int16",
     "int32",
@@ -49,14 +50,25 @@ _SCALAR_TYPE_NAMES = {
 }
 
 
+def is_floating(dtype: np.dtype[Any]) -> bool:
+    """True for floating dtypes, bfloat16 included (numpy files ml_dtypes' under kind 'V')."""
+    return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
 def scalar_type_name(dtype: np.dtype[Any]) -> str:
     """torch's ScalarType name of ``dtype``, as in ``FloatTensor`` or "grad_dtype 'Float'"."""
-    return _SCALAR_TYPE_NAMES.get(dtype, (str(dtype), ""))[0]
+    return _names(dtype, (str(dtype), ""))[0]
 
 
 def c_type_name(dtype: np.dtype[Any]) -> str:
     """The C++ type torch names for ``dtype`` in some messages ("double", "long int")."""
-    return _SCALAR_TYPE_NAMES.get(dtype, ("", str(dtype)))[1]
+    return _names(dtype, ("", str(dtype)))[1]
+
+
+def _names(dtype: np.dtype[Any], default: tuple[str, str]) -> tuple[str, str]:
+    if dtype.name == "bfloat16":  # not a key of the table: ml_dtypes is imported lazily
+        return ("BFloat16", "c10::BFloat16")
+    return _SCALAR_TYPE_NAMES.get(dtype, default)
 
 
 def _bfloat16() -> np.dtype[Any]:
