@@ -50,6 +50,7 @@ from ._dtype import (
     uint8,
 )
 from ._foreach import *  # noqa: F403  (torch._foreach_*: private names, not in __all__)
+from ._format import set_printoptions
 from ._functions import (
     abs,
     add,
@@ -359,6 +360,7 @@ __all__ = [
     "load",
     "save",
     "serialization",
+    "set_printoptions",
 ]
 
 # Loaded on first access (PEP 562), so that ``import hookgrad`` imports no runtime service
