@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from .._dtype import can_require_grad
 from .._tensor import Tensor
 
 __all__ = ["Variable"]
@@ -41,7 +42,7 @@ class Variable(metaclass=_VariableMeta):
         elif not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         out = data.detach()
-        if requires_grad and out._data.dtype.kind not in "fc":
+        if requires_grad and not can_require_grad(out._data.dtype):
             raise RuntimeError(
                 "Only Tensors of floating point and complex dtype can require gradients"
             )
