@@ -39,10 +39,12 @@ from ._dtype import (
 )
 from ._dtype import (
     device,
+    finfo,
     float16,
     float32,
     float64,
     get_default_dtype,
+    iinfo,
     int8,
     int16,
     int32,
@@ -172,9 +174,11 @@ from ._tensor_types import (
     LongTensor,
     ShortTensor,
 )
+from .amp import autocast
 from .serialization import load, save
 
 if TYPE_CHECKING:
+    from ._dtype import bfloat16
     from .plugins.spike_guard import SpikeError
     from .runtime import Runtime, configure
 
@@ -361,6 +365,10 @@ __all__ = [
     "save",
     "serialization",
     "set_printoptions",
+    "bfloat16",
+    "finfo",
+    "iinfo",
+    "autocast",
 ]
 
 # Loaded on first access (PEP 562), so that ``import hookgrad`` imports no runtime service
