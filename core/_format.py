@@ -139,7 +139,7 @@ def _python_values(data: np.ndarray) -> list[Any]:
     """Elements as Python numbers (float16/bfloat16 through float64, exactly)."""
     if is_floating(data.dtype) and data.dtype.itemsize < 4:
         data = data.astype(np.float64)
-    return data.tolist()  # type: ignore[no-any-return]
+    return data.tolist()
 
 
 def _vector_str(data: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import _codecs
 import _compat_pickle
 import collections
+import importlib
 import pickle
 from collections.abc import Callable
 from typing import Any
@@ -109,7 +110,11 @@ def _placement(data: np.ndarray, root: np.ndarray) -> tuple[int, tuple[int, ...]
     return offset // size, tuple(s // size for s in data.strides)
 
 
-class TorchPickler(pickle._Pickler):  # type: ignore[name-defined,misc]
+# The pure-Python pickler: its save() can write a global by name (see _Global).
+_PurePickler: Any = pickle._Pickler
+
+
+class TorchPickler(_PurePickler):
     """Pickles an object tree as torch's ``data.pkl``; :attr:`storages` collects the arrays to
     write beside it. Tensors that view one array share one storage, as in torch."""
 
@@ -240,6 +245,8 @@ def _torch_globals() -> dict[tuple[str, str], Any]:
 
 _TORCH_GLOBALS = _torch_globals()
 
+_MULTIARRAY: Any = importlib.import_module("numpy._core.multiarray")
+
 _SAFE_GLOBALS: dict[tuple[str, str], Any] = {
     ("collections", "OrderedDict"): collections.OrderedDict,
     ("collections", "Counter"): collections.Counter,
@@ -251,10 +258,10 @@ _SAFE_GLOBALS: dict[tuple[str, str], Any] = {
     ("_codecs", "encode"): _codecs.encode,  # how protocol 2 pickles bytes
     ("numpy", "dtype"): np.dtype,
     ("numpy", "ndarray"): np.ndarray,
-    ("numpy._core.multiarray", "_reconstruct"): np._core.multiarray._reconstruct,
-    ("numpy.core.multiarray", "_reconstruct"): np._core.multiarray._reconstruct,
-    ("numpy._core.multiarray", "scalar"): np._core.multiarray.scalar,
-    ("numpy.core.multiarray", "scalar"): np._core.multiarray.scalar,
+    ("numpy._core.multiarray", "_reconstruct"): _MULTIARRAY._reconstruct,
+    ("numpy.core.multiarray", "_reconstruct"): _MULTIARRAY._reconstruct,
+    ("numpy._core.multiarray", "scalar"): _MULTIARRAY.scalar,
+    ("numpy.core.multiarray", "scalar"): _MULTIARRAY.scalar,
     ("hookgrad._size", "Size"): Size,
     ("hookgrad._dtype", "device"): _dtype.device,
 }
