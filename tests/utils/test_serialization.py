@@ -8,7 +8,9 @@ import os
 import pickle
 import subprocess
 import sys
+import zipfile
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +106,7 @@ def test_views_keep_sharing_one_storage(tmp_path: Path) -> None:
     hookgrad.save({"base": base, "column": base[:, 1], "row": base[2]}, tmp_path / "v.pt")
     back = hookgrad.load(tmp_path / "v.pt")
     assert back["column"].tolist() == [1.0, 5.0, 9.0]
+    assert back["column"].numpy().strides == base[:, 1].numpy().strides  # a view, not a copy
     back["base"][2, 1] = -1.0
     assert back["column"].tolist() == [1.0, 5.0, -1.0]
     assert back["row"].tolist() == [8.0, -1.0, 10.0, 11.0]
@@ -200,15 +203,10 @@ def test_crafted_tensor_cannot_read_outside_its_storage(tmp_path: Path) -> None:
     """A tensor whose size/stride reach past its storage is refused, not read from memory."""
     path = tmp_path / "t.pt"
     torch.save(torch.arange(4), path)
-    import zipfile
-
     with zipfile.ZipFile(path) as archive:
-        records = {name: archive.read(name) for name in archive.namelist()}
-    pkl = next(name for name in records if name.endswith("data.pkl"))
-    records[pkl] = records[pkl].replace(b"K\x04\x85", b"M\x00\x10\x85")  # size (4,) -> (4096,)
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in records.items():
-            archive.writestr(name, data)
+        pkl = next(name for name in archive.namelist() if name.endswith("data.pkl"))
+    # size (4,) -> (4096,)
+    _rewrite(path, pkl, lambda data: data.replace(b"K\x04\x85", b"M\x00\x10\x85"))
     with pytest.raises(pickle.UnpicklingError, match="outside its storage"):
         hookgrad.load(path)
 
@@ -237,6 +235,25 @@ def test_truncated_checkpoint_names_the_file(tmp_path: Path) -> None:
         hookgrad.load(path)
 
 
+def test_storage_of_the_wrong_size_names_the_file(tmp_path: Path) -> None:
+    """A storage record shorter than its element count says is refused, naming the file."""
+    path = tmp_path / "short.pt"
+    hookgrad.save(hookgrad.ones(4), path)
+    _rewrite(path, "archive/data/0", lambda data: data[:8])
+    with pytest.raises(RuntimeError, match=rf"'{path}'.*holds 8 bytes, not 4 float32"):
+        hookgrad.load(path)
+
+
+def _rewrite(path: Path, record: str, change: Callable[[bytes], bytes]) -> None:
+    """Rewrite one record of a checkpoint's zip archive (to build a damaged file)."""
+    with zipfile.ZipFile(path) as archive:
+        records = {name: archive.read(name) for name in archive.namelist()}
+    records[record] = change(records[record])
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in records.items():
+            archive.writestr(name, data)
+
+
 def test_legacy_torch_format_is_named(tmp_path: Path) -> None:
     """torch's pre-1.6 format is refused with a message saying how to re-save it."""
     path = tmp_path / "old.pt"
@@ -250,16 +267,11 @@ def test_cuda_storages_need_map_location(tmp_path: Path) -> None:
     CPU-only machine; with map_location='cpu', a dict or a callable it loads."""
     path = tmp_path / "cuda.pt"
     hookgrad.save(hookgrad.ones(2), path)
-    import zipfile
-
-    with zipfile.ZipFile(path) as archive:
-        records = {name: archive.read(name) for name in archive.namelist()}
-    records["archive/data.pkl"] = records["archive/data.pkl"].replace(
-        b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0"
+    _rewrite(
+        path,
+        "archive/data.pkl",
+        lambda data: data.replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0"),
     )
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in records.items():
-            archive.writestr(name, data)
     with pytest.raises(RuntimeError, match=r"CUDA device but torch\.cuda\.is_available"):
         hookgrad.load(path)
     for where in ("cpu", hookgrad.device("cpu"), {"cuda:0": "cpu"}, lambda s, loc: s):
