@@ -82,10 +82,16 @@ def test_gradient_through_a_bfloat16_cast_is_float32() -> None:
     np.testing.assert_array_equal(grads[0], grads[1])
 
 
-def test_bfloat16_can_require_grad() -> None:
-    """requires_grad on bfloat16 and float16 tensors is allowed, as in torch."""
-    assert hookgrad.ones(2).bfloat16().requires_grad_().requires_grad
-    assert hookgrad.ones(2).half().requires_grad_().requires_grad
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_low_precision_leaves_get_gradients_in_their_dtype(name: str) -> None:
+    """A bfloat16/float16 leaf can require grad and gets torch's gradient in its own dtype."""
+    grads = []
+    for lib in (hookgrad, torch):
+        leaf = lib.tensor([0.5, -1.25, 2.0]).to(getattr(lib, name)).requires_grad_()
+        (leaf * leaf * 2.5 + leaf.exp()).mean().backward()
+        assert str(leaf.grad.dtype).removeprefix("torch.") == name
+        grads.append(leaf.grad.float().numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-2)
 
 
 @pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
