@@ -600,6 +600,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         out = ad @ bd
     except ValueError:
         raise _matmul_error(ad.shape, bd.shape) from None
+    if out.dtype is not ad.dtype and ad.dtype is bd.dtype:
+        out = out.astype(ad.dtype)  # numpy multiplies bfloat16 into float32; torch rounds back
     if needs_grad(a, b):
         cls = MmBackward0
         if ad.ndim != 2 or bd.ndim != 2:
