@@ -69,6 +69,26 @@ def test_elementwise_bfloat16_matches_torch_to_bf16_precision() -> None:
         np.testing.assert_allclose(a.float().numpy(), b.float().numpy(), rtol=1e-2, atol=1e-2)
 
 
+def test_bfloat16_linear_and_matmul_match_torch() -> None:
+    """linear and matmul of bfloat16 operands return bfloat16 (torch rounds the float32
+    accumulation back) with torch's values, and the weight's gradient is bfloat16 too."""
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    w = np.linspace(-2, 1, 20, dtype=np.float32).reshape(5, 4)
+    b = np.linspace(0, 1, 5, dtype=np.float32)
+    results = []
+    for lib in (hookgrad, torch):
+        xs, ws, bs = (lib.tensor(a).bfloat16() for a in (x, w, b))
+        ws.requires_grad_()
+        y = lib.nn.functional.linear(xs, ws, bs)
+        z = xs @ ws.t()
+        (y.float().sum() + (z.float() * 0.5).sum()).backward()
+        assert y.dtype == lib.bfloat16 and z.dtype == lib.bfloat16
+        assert ws.grad.dtype == lib.bfloat16
+        results.append([t.detach().float().numpy() for t in (y, z, ws.grad)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-2, atol=1e-2)
+
+
 def test_gradient_through_a_bfloat16_cast_is_float32() -> None:
     """A float32 leaf cast to bfloat16 gets its gradient in float32, with torch's values."""
     x = np.array([0.3, -1.7, 2.2], dtype=np.float32)
