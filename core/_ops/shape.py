@@ -491,7 +491,8 @@ def to(x: Tensor, *args: Any, dtype: Any = None, copy: bool = False, **kwargs: A
     d = x._data
     if target is None or target == d.dtype:
         return clone(x) if copy else x
-    out = d.astype(target)
+    with np.errstate(over="ignore", invalid="ignore"):  # torch casts overflow silently
+        out = d.astype(target)
     if needs_grad(x) and is_floating(target):
         node = ToCopyBackward0((edge(x),))
         node._dtype = d.dtype

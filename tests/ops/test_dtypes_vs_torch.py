@@ -59,6 +59,18 @@ def test_half_and_bfloat16_round_as_torch(values: list[float]) -> None:
     assert ours.bfloat16().is_floating_point() and ours.half().is_floating_point()
 
 
+def test_narrowing_casts_overflow_silently_as_in_torch() -> None:
+    """Casting values out of range (to float16, float32 or int64) gives torch's inf or wrapped
+    values and no numpy RuntimeWarning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for lib in (hookgrad, torch):
+            assert lib.tensor([1e6, -1e6]).half().tolist() == [float("inf"), -float("inf")]
+            big = lib.tensor([1e39], dtype=lib.float64)
+            assert big.float().tolist() == [float("inf")]
+            assert lib.tensor([float("nan")]).long().dtype == lib.int64
+
+
 def test_elementwise_bfloat16_matches_torch_to_bf16_precision() -> None:
     """Elementwise ops on bfloat16 give bfloat16 results within bf16 rounding of torch's."""
     x = np.linspace(-2, 2, 11, dtype=np.float32)
