@@ -8,7 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import amp, autograd, backends, cuda, distributed, jit, nn, onnx, optim, random, utils
+from . import (
+    amp,
+    autograd,
+    backends,
+    cuda,
+    distributed,
+    jit,
+    nn,
+    onnx,
+    optim,
+    random,
+    serialization,
+    utils,
+)
 from ._creation import (
     Generator,
     arange,
@@ -39,10 +52,12 @@ from ._dtype import (
 )
 from ._dtype import (
     device,
+    finfo,
     float16,
     float32,
     float64,
     get_default_dtype,
+    iinfo,
     int8,
     int16,
     int32,
@@ -50,6 +65,7 @@ from ._dtype import (
     uint8,
 )
 from ._foreach import *  # noqa: F403  (torch._foreach_*: private names, not in __all__)
+from ._format import set_printoptions
 from ._functions import (
     abs,
     add,
@@ -171,9 +187,12 @@ from ._tensor_types import (
     LongTensor,
     ShortTensor,
 )
+from .amp import autocast
 from .random import fork_rng, get_rng_state, initial_seed, seed, set_rng_state
+from .serialization import load, save
 
 if TYPE_CHECKING:
+    from ._dtype import bfloat16
     from ._tap import Tap, tap
     from .plugins.spike_guard import SpikeError
     from .runtime import Runtime, configure
@@ -365,11 +384,20 @@ __all__ = [
     "tril",
     "triu",
     "var_mean",
+    "load",
+    "save",
+    "serialization",
+    "set_printoptions",
+    "bfloat16",
+    "finfo",
+    "iinfo",
+    "autocast",
 ]
 
 # Loaded on first access (PEP 562), so that ``import hookgrad`` imports no runtime service
 # and no plugin: name -> the module that defines it.
 _LAZY = {
+    "bfloat16": "hookgrad._dtype",
     "Runtime": "hookgrad.runtime",
     "configure": "hookgrad.runtime",
     "SpikeError": "hookgrad.plugins.spike_guard",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -12,12 +13,16 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "finfo",
     "get_default_dtype",
+    "iinfo",
+    "is_floating",
     "int8",
     "int16",
     "int32",
     "int64",
     "c_type_name",
+    "can_require_grad",
     "resolve_dtype",
     "scalar_type_name",
     "uint8",
@@ -49,14 +54,49 @@ _SCALAR_TYPE_NAMES = {
 }
 
 
+def is_floating(dtype: np.dtype[Any]) -> bool:
+    """True for floating dtypes, bfloat16 included (numpy files ml_dtypes' under kind 'V')."""
+    return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
+def can_require_grad(dtype: np.dtype[Any]) -> bool:
+    """Floating and complex dtypes can require gradients, as in torch."""
+    return dtype.kind == "c" or is_floating(dtype)
+
+
 def scalar_type_name(dtype: np.dtype[Any]) -> str:
     """torch's ScalarType name of ``dtype``, as in ``FloatTensor`` or "grad_dtype 'Float'"."""
-    return _SCALAR_TYPE_NAMES.get(dtype, (str(dtype), ""))[0]
+    return _names(dtype, (str(dtype), ""))[0]
 
 
 def c_type_name(dtype: np.dtype[Any]) -> str:
     """The C++ type torch names for ``dtype`` in some messages ("double", "long int")."""
-    return _SCALAR_TYPE_NAMES.get(dtype, ("", str(dtype)))[1]
+    return _names(dtype, ("", str(dtype)))[1]
+
+
+def _names(dtype: np.dtype[Any], default: tuple[str, str]) -> tuple[str, str]:
+    if dtype.name == "bfloat16":  # not a key of the table: ml_dtypes is imported lazily
+        return ("BFloat16", "c10::BFloat16")
+    return _SCALAR_TYPE_NAMES.get(dtype, default)
+
+
+def _bfloat16() -> np.dtype[Any]:
+    """numpy's bfloat16, which the ``ml_dtypes`` package supplies (imported on first use)."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ImportError(
+            "bfloat16 tensors need the ml_dtypes package, which numpy's bfloat16 comes from: "
+            "pip install 'hookgrad[bfloat16]'"
+        ) from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def __getattr__(name: str) -> Any:
+    """``bfloat16`` on first access (PEP 562), so that only its users need ml_dtypes."""
+    if name == "bfloat16":
+        return _bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_default_dtype() -> np.dtype[Any]:
@@ -74,6 +114,8 @@ def resolve_dtype(dtype: Any) -> np.dtype[Any] | None:
         return int64
     if dtype is bool:
         return bool_
+    if isinstance(dtype, str) and dtype.removeprefix("torch.") == "bfloat16":
+        return _bfloat16()
     return np.dtype(dtype)
 
 
@@ -108,3 +150,84 @@ class device:
 
     def __str__(self) -> str:
         return "cpu"
+
+
+def _torch_name(dtype: np.dtype[Any] | None) -> str:
+    return "bool" if dtype == bool_ else str(getattr(dtype, "name", dtype))
+
+
+class finfo:
+    """``torch.finfo``: the limits of a floating dtype (bfloat16's from ml_dtypes), as floats."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    tiny: float
+    smallest_normal: float
+    resolution: float
+    dtype: str
+
+    def __init__(self, type: Any = None) -> None:
+        dtype = get_default_dtype() if type is None else resolve_dtype(type)
+        assert dtype is not None
+        if not is_floating(dtype):
+            raise TypeError(
+                "hookgrad.finfo() requires a floating point input type. Use hookgrad.iinfo "
+                "to handle 'hookgrad.finfo'"
+            )
+        if dtype.name == "bfloat16":
+            import ml_dtypes
+
+            info: Any = ml_dtypes.finfo(dtype)
+        else:
+            info = np.finfo(dtype)
+        self.bits = int(info.bits)
+        for name in ("eps", "max", "min", "tiny", "smallest_normal"):
+            setattr(self, name, float(getattr(info, name)))
+        # torch's rule: a power of ten, from the decimal digits eps resolves
+        self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))
+        self.dtype = dtype.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, finfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __repr__(self) -> str:
+        return (
+            f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+            f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+            f"tiny={self.tiny:g}, dtype={self.dtype})"
+        )
+
+
+class iinfo:
+    """``torch.iinfo``: the limits of an integer dtype, as ints."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: str
+
+    def __init__(self, type: Any) -> None:
+        dtype = resolve_dtype(type)
+        if dtype is None or dtype.kind not in "iu":
+            raise TypeError(f"hookgrad.{_torch_name(dtype)} is not supported by hookgrad.iinfo")
+        info = np.iinfo(dtype)
+        self.bits, self.max, self.min, self.dtype = (
+            int(info.bits),
+            int(info.max),
+            int(info.min),
+            dtype.name,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, iinfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

@@ -151,7 +151,7 @@ class Tensor:
         return False
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return _dtype.is_floating(self._data.dtype)
 
     def element_size(self) -> int:
         return int(self._data.itemsize)
@@ -176,7 +176,7 @@ class Tensor:
                 "a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and not _dtype.can_require_grad(self._data.dtype):
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients"
             )
@@ -838,6 +838,9 @@ class Tensor:
 
     def half(self) -> Tensor:
         return _shape.to(self, _dtype.float16)
+
+    def bfloat16(self) -> Tensor:
+        return _shape.to(self, _dtype.resolve_dtype("bfloat16"))
 
     def long(self) -> Tensor:
         return _shape.to(self, _dtype.int64)

@@ -7,9 +7,16 @@ device raises the AssertionError torch raises there, naming what is missing.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NoReturn
 
+from .amp import _cuda as amp
+
+# ``from torch.cuda.amp import GradScaler`` must work although this module is no package.
+sys.modules[f"{__name__}.amp"] = amp
+
 __all__ = [
+    "amp",
     "current_device",
     "device_count",
     "empty_cache",

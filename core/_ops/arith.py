@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtype import float32
+from .._dtype import float32, is_floating
 from ._base import Node, Tensor, edge, needs_grad, not_a_tensor, record, sum_to, wrap
 
 __all__ = [
@@ -56,14 +56,15 @@ def _scalar_result(out: np.ndarray, a: np.ndarray) -> np.ndarray:
     gives the default float dtype where numpy would give float64."""
     if out.dtype is a.dtype:
         return out
-    if a.dtype.kind == "f":
+    if is_floating(a.dtype):
         return out.astype(a.dtype)
     if out.dtype.kind == "f" and out.dtype != float32:
         return out.astype(float32)
     return out
 
 
-_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+# "V": ml_dtypes' bfloat16, a float to torch (numpy files it under kind 'V').
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}
 
 
 def result_dtype(a: np.ndarray, b: np.ndarray) -> np.dtype[Any]:
@@ -76,10 +77,19 @@ def result_dtype(a: np.ndarray, b: np.ndarray) -> np.dtype[Any]:
     ca, cb = _CATEGORY[a.dtype.kind], _CATEGORY[b.dtype.kind]
     if (a.ndim == 0) == (b.ndim == 0):
         if ca == cb:
-            return np.promote_types(a.dtype, b.dtype)
+            return _promote_types(a.dtype, b.dtype)
         return a.dtype if ca > cb else b.dtype
     big, small, c_big, c_small = (a, b, ca, cb) if a.ndim else (b, a, cb, ca)
     return small.dtype if c_small > c_big else big.dtype
+
+
+def _promote_types(a: np.dtype[Any], b: np.dtype[Any]) -> np.dtype[Any]:
+    """numpy's promotion, except that bfloat16 with float16 (which numpy refuses) is
+    float32, as in torch."""
+    try:
+        return np.promote_types(a, b)
+    except TypeError:
+        return float32
 
 
 def _promote(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -387,7 +397,7 @@ def _true_divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.dtype is y.dtype and x.dtype.kind == "f":
         return out
     target = x.dtype if x.dtype is y.dtype else result_dtype(x, y)
-    if target.kind != "f":
+    if not is_floating(target):
         target = float32
     return out if out.dtype == target else out.astype(target)
 
@@ -590,6 +600,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         out = ad @ bd
     except ValueError:
         raise _matmul_error(ad.shape, bd.shape) from None
+    if out.dtype is not ad.dtype and ad.dtype is bd.dtype:
+        out = out.astype(ad.dtype)  # numpy multiplies bfloat16 into float32; torch rounds back
     if needs_grad(a, b):
         cls = MmBackward0
         if ad.ndim != 2 or bd.ndim != 2:

@@ -21,7 +21,7 @@ from .inplace import bump
 __all__ = ["accepts_out"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}  # "V": bfloat16
 
 
 def _requires_grad(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._dtype import is_floating
 from ._base import Node, Tensor, edge, needs_grad, record, wrap
 
 __all__ = [
@@ -128,7 +129,7 @@ def mean(
 ) -> Tensor:
     keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
-    if d.dtype.kind not in "fc" and dtype is None:
+    if d.dtype.kind not in "fc" and not is_floating(d.dtype) and dtype is None:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {d.dtype}"

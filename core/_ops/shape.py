@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtype import resolve_dtype
+from .._dtype import is_floating, resolve_dtype
 from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
 from .reduce import normalize_dims
 
@@ -491,8 +491,9 @@ def to(x: Tensor, *args: Any, dtype: Any = None, copy: bool = False, **kwargs: A
     d = x._data
     if target is None or target == d.dtype:
         return clone(x) if copy else x
-    out = d.astype(target)
-    if needs_grad(x) and target.kind == "f":
+    with np.errstate(over="ignore", invalid="ignore"):  # torch casts overflow silently
+        out = d.astype(target)
+    if needs_grad(x) and is_floating(target):
         node = ToCopyBackward0((edge(x),))
         node._dtype = d.dtype
         return record(out, node)

@@ -14,10 +14,12 @@ from ._engine import run_backward
 from ._observers import BACKWARD_OBSERVERS, notify_begin, notify_end
 from .function import Function, FunctionCtx
 from .gradcheck import gradcheck
+from .variable import Variable
 
 __all__ = [
     "Function",
     "FunctionCtx",
+    "Variable",
     "backward",
     "enable_grad",
     "grad",

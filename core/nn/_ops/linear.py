@@ -103,6 +103,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     out = x2 @ w.T
     if bias is not None:
         out += bias._data
+    if out.dtype is not x.dtype:
+        out = out.astype(x.dtype)  # numpy multiplies bfloat16 into float32; torch rounds back
     if x.ndim != 2:
         out = out.reshape(*x.shape[:-1], w.shape[0])
     node: _LinearBackward
