@@ -10,6 +10,8 @@ from __future__ import annotations
 from . import functional, init, modules, parameter, utils
 from .modules import (
     GELU,
+    BatchNorm1d,
+    BatchNorm2d,
     BCELoss,
     BCEWithLogitsLoss,
     Conv2d,
@@ -17,6 +19,7 @@ from .modules import (
     Dropout,
     Embedding,
     Flatten,
+    GroupNorm,
     Identity,
     L1Loss,
     LayerNorm,
@@ -45,12 +48,15 @@ from .parameter import Parameter
 __all__ = [
     "BCELoss",
     "BCEWithLogitsLoss",
+    "BatchNorm1d",
+    "BatchNorm2d",
     "Conv2d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
     "Flatten",
     "GELU",
+    "GroupNorm",
     "Identity",
     "L1Loss",
     "LayerNorm",

@@ -28,7 +28,7 @@ from ._ops.loss import (
     nll_loss,
     smooth_l1_loss,
 )
-from ._ops.normalization import layer_norm
+from ._ops.normalization import batch_norm, group_norm, layer_norm
 from ._ops.sparse import embedding
 
 __all__ = [
@@ -53,6 +53,10 @@ __all__ = [
     "smooth_l1_loss",
     "softmax",
     "tanh",
+]
+__all__ += [  # the layers of issue #16, kept together
+    "batch_norm",
+    "group_norm",
 ]
 
 

@@ -25,18 +25,21 @@ from .module import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
-from .normalization import LayerNorm
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .sparse import Embedding
 
 __all__ = [
     "BCELoss",
     "BCEWithLogitsLoss",
+    "BatchNorm1d",
+    "BatchNorm2d",
     "Conv2d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
     "Flatten",
     "GELU",
+    "GroupNorm",
     "Identity",
     "L1Loss",
     "LayerNorm",
