@@ -10,6 +10,10 @@ from __future__ import annotations
 from . import functional, init, modules, parameter, utils
 from .modules import (
     GELU,
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
     BatchNorm1d,
     BatchNorm2d,
     BCELoss,
@@ -26,6 +30,8 @@ from .modules import (
     LeakyReLU,
     Linear,
     LogSoftmax,
+    MaxPool1d,
+    MaxPool2d,
     Module,
     ModuleDict,
     ModuleList,
@@ -46,6 +52,10 @@ from .modules import (
 from .parameter import Parameter
 
 __all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm1d",
@@ -64,6 +74,8 @@ __all__ = [
     "Linear",
     "LogSoftmax",
     "MSELoss",
+    "MaxPool1d",
+    "MaxPool2d",
     "Module",
     "ModuleDict",
     "ModuleList",

@@ -29,6 +29,14 @@ from ._ops.loss import (
     smooth_l1_loss,
 )
 from ._ops.normalization import batch_norm, group_norm, layer_norm
+from ._ops.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 from ._ops.sparse import embedding
 
 __all__ = [
@@ -55,8 +63,14 @@ __all__ = [
     "tanh",
 ]
 __all__ += [  # the layers of issue #16, kept together
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
     "batch_norm",
     "group_norm",
+    "max_pool1d",
+    "max_pool2d",
 ]
 
 

@@ -26,9 +26,21 @@ from .module import (
     register_module_full_backward_pre_hook,
 )
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .sparse import Embedding
 
 __all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm1d",
@@ -47,6 +59,8 @@ __all__ = [
     "Linear",
     "LogSoftmax",
     "MSELoss",
+    "MaxPool1d",
+    "MaxPool2d",
     "Module",
     "ModuleDict",
     "ModuleList",
