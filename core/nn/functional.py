@@ -16,7 +16,8 @@ from .._ops._base import public_op
 from .._ops.index import one_hot
 from .._ops.inplace import apply_inplace
 from .._tensor import Tensor
-from ._ops.conv import conv2d, pad
+from ._ops.conv import conv1d, conv2d, pad
+from ._ops.conv_transpose import conv_transpose2d
 from ._ops.dropout import dropout
 from ._ops.linear import linear
 from ._ops.loss import (
@@ -68,6 +69,8 @@ __all__ += [  # the layers of issue #16, kept together
     "avg_pool1d",
     "avg_pool2d",
     "batch_norm",
+    "conv1d",
+    "conv_transpose2d",
     "group_norm",
     "max_pool1d",
     "max_pool2d",

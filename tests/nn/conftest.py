@@ -145,3 +145,21 @@ def _module_step(
     assert list(h_buffers) == list(t_buffers)
     for name, tb in t_buffers.items():
         _assert_close(h_buffers[name].numpy(), tb.numpy(), name, rtol, atol)
+
+
+@pytest.fixture(scope="session")
+def same_or_torch_error(torch_mod: Any, same_function: Callable[..., None]) -> Callable[..., None]:
+    """``check(fn, *arrays)``: as ``same_function``, or, where torch refuses ``fn``'s options
+    with a RuntimeError or ValueError, hookgrad raises the same class with the same text."""
+
+    def check(fn: Callable[..., Any], *arrays: np.ndarray, **options: Any) -> None:
+        try:
+            fn(torch_mod, *[torch_mod.tensor(a) for a in arrays])
+        except (RuntimeError, ValueError) as expected:
+            with pytest.raises(type(expected)) as got:
+                fn(hookgrad, *[hookgrad.tensor(a) for a in arrays])
+            assert str(got.value) == str(expected)
+            return
+        same_function(fn, *arrays, **options)
+
+    return check

@@ -20,18 +20,6 @@ def _x(*shape: int, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def _same_result_or_error(same_function: Any, fn: Any, x: np.ndarray) -> None:
-    """torch's values and gradients, or, where torch refuses the options, torch's error."""
-    try:
-        fn(torch, torch.tensor(x))
-    except RuntimeError as expected:
-        with pytest.raises(RuntimeError) as got:
-            fn(hookgrad, hookgrad.tensor(x))
-        assert str(got.value) == str(expected)
-        return
-    same_function(fn, x)
-
-
 @st.composite
 def windows(draw: st.DrawFn, dims: int = 2) -> dict[str, Any]:
     """Pooling options: kernel, stride (None half the time), padding, dilation, ceil mode."""
@@ -51,12 +39,11 @@ shapes_2d = st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 7), s
 
 @FAST
 @given(shapes_2d, windows(), st.integers(1, 2), st.booleans())
-def test_max_pool2d_matches_torch(same_function, shape, options, dilation, unbatched):
+def test_max_pool2d_matches_torch(same_or_torch_error, shape, options, dilation, unbatched):
     """F.max_pool2d: torch's values, indices and gradients (or torch's error) for kernel,
     stride, padding, dilation and ceil mode, on batched and unbatched input."""
     x = _x(*shape)[0] if unbatched else _x(*shape)
-    _same_result_or_error(
-        same_function,
+    same_or_torch_error(
         lambda lib, t: lib.nn.functional.max_pool2d(
             t, dilation=dilation, return_indices=True, **options
         ),
@@ -66,11 +53,10 @@ def test_max_pool2d_matches_torch(same_function, shape, options, dilation, unbat
 
 @FAST
 @given(shapes_2d, windows(), st.booleans(), st.sampled_from([None, 2, 5]))
-def test_avg_pool2d_matches_torch(same_function, shape, options, include_pad, divisor):
+def test_avg_pool2d_matches_torch(same_or_torch_error, shape, options, include_pad, divisor):
     """F.avg_pool2d: torch's values and gradients (or error), with count_include_pad,
     ceil mode and divisor_override."""
-    _same_result_or_error(
-        same_function,
+    same_or_torch_error(
         lambda lib, t: lib.nn.functional.avg_pool2d(
             t, count_include_pad=include_pad, divisor_override=divisor, **options
         ),
@@ -90,16 +76,13 @@ def test_adaptive_avg_pool2d_matches_torch(same_function, shape, output_size):
 
 @FAST
 @given(st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 9)), windows(dims=1))
-def test_1d_pooling_matches_torch(same_function, shape, options):
+def test_1d_pooling_matches_torch(same_function, same_or_torch_error, shape, options):
     """max_pool1d (with indices), avg_pool1d, adaptive_avg_pool1d: torch's numbers or error."""
-    _same_result_or_error(
-        same_function,
+    same_or_torch_error(
         lambda lib, t: lib.nn.functional.max_pool1d(t, return_indices=True, **options),
         _x(*shape),
     )
-    _same_result_or_error(
-        same_function, lambda lib, t: lib.nn.functional.avg_pool1d(t, **options), _x(*shape)
-    )
+    same_or_torch_error(lambda lib, t: lib.nn.functional.avg_pool1d(t, **options), _x(*shape))
     same_function(
         lambda lib, t: lib.nn.functional.adaptive_avg_pool1d(t, options["padding"] + 1),
         _x(*shape),
@@ -163,6 +146,21 @@ def test_max_pool_gradient_is_zero_where_nothing_was_selected_even_for_nan(value
         grads.append(t.grad.numpy())
     np.testing.assert_array_equal(grads[0], grads[1])
     assert (grads[0] == 0).sum() == 12
+
+
+def test_max_pool_propagates_nan_and_picks_torchs_indices():
+    """A window holding NaN gives NaN at the last NaN's index; a window of -inf and padding
+    only points at its first input position, as torch's kernel does."""
+    x = _x(2, 3, 9, 9)
+    x[x > 1] = np.nan
+    x[0, 0, :3, :3] = -np.inf
+    results = []
+    for lib in (hookgrad, torch):
+        out, idx = lib.nn.functional.max_pool2d(lib.tensor(x), 3, 2, 1, return_indices=True)
+        results.append((out.numpy(), idx.numpy()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    assert np.isnan(results[0][0]).any()
 
 
 def test_max_pool_on_integers_keeps_the_dtype():

@@ -80,6 +80,31 @@ class _Geometry:
             _output_size(size, *args, ceil_mode)
             for size, *args in zip((h, w), self.kernel, self.padding, self.stride, self.dilation)
         )
+        self._check(c, h, w)
+
+    def _check(self, c: int, h: int, w: int) -> None:
+        """torch's ``pool2d_shape_check``, after the output size is known."""
+        (kh, kw), (sh, sw), (dh, dw), (ph, pw) = (
+            self.kernel,
+            self.stride,
+            self.dilation,
+            self.padding,
+        )
+        if kh <= 0 or kw <= 0:
+            raise RuntimeError(
+                f"kernel size should be greater than zero, but got kH: {kh} kW: {kw}"
+            )
+        if sh <= 0 or sw <= 0:
+            raise RuntimeError(f"stride should be greater than zero, but got dH: {sh} dW: {sw}")
+        if dh <= 0 or dw <= 0:
+            raise RuntimeError(
+                f"dilation should be greater than zero, but got dilationH: {dh} dilationW: {dw}"
+            )
+        if kw // 2 < pw or kh // 2 < ph:
+            raise RuntimeError(
+                "pad should be smaller than or equal to half of kernel size, but got "
+                f"padW = {pw}, padH = {ph}, kW = {kw}, kH = {kh}"
+            )
         if min(self.out) < 1:
             raise RuntimeError(
                 f"Given input size: ({c}x{h}x{w}). Calculated output size: "
@@ -121,12 +146,33 @@ class MaxPool2DWithIndicesBackward0(Node):
 
 
 def _scatter_to_indices(g: np.ndarray, indices: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sum ``g`` into a zero array of ``shape`` at ``indices`` (flat in the last two dims)."""
+    """Sum ``g`` into a zero array of ``shape`` at ``indices`` (flat in the last two dims);
+    a window that saw only padding (index past the plane) sends its gradient nowhere."""
     plane = shape[-1] * shape[-2]
     planes = int(np.prod(shape[:-2]))
     offsets = np.arange(planes).reshape((*indices.shape[:-2], 1, 1)) * plane
+    inside = (indices >= 0) & (indices < plane)
+    if not inside.all():
+        indices, g = np.where(inside, indices, 0), np.where(inside, g, g.dtype.type(0))
     summed = np.bincount((indices + offsets).ravel(), g.ravel(), minlength=planes * plane)
     return summed.astype(g.dtype, copy=False).reshape(shape)
+
+
+def _argmax_as_torch(flat: np.ndarray) -> np.ndarray:
+    """Each window's argmax as torch's kernel picks it: the first maximum, or the last NaN."""
+    arg = flat.argmax(axis=-1)
+    if flat.dtype.kind == "f":
+        nan = np.isnan(flat)
+        if nan.any():
+            last_nan = flat.shape[-1] - 1 - nan[..., ::-1].argmax(axis=-1)
+            arg = np.where(nan.any(axis=-1), last_nan, arg)
+    return arg
+
+
+def _first_inside(out: int, stride: int, pad: int, dilation: int) -> np.ndarray:
+    """Per window along one dim, its first kernel position at or after the input's start."""
+    start = np.arange(out) * stride - pad
+    return np.where(start < 0, start + (-start + dilation - 1) // dilation * dilation, start)
 
 
 def _lowest(dtype: np.dtype) -> Any:
@@ -149,11 +195,16 @@ def max_pool2d(
     windows = geo.windows(x, _lowest(x.dtype))
     kh, kw = geo.kernel
     flat = windows.reshape(*windows.shape[:-2], kh * kw)
-    arg = flat.argmax(axis=-1)  # the first maximum; the first NaN if any (NaN propagates)
+    arg = _argmax_as_torch(flat)
     out = np.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
     (sh, sw), (ph, pw), (dh, dw) = geo.stride, geo.padding, geo.dilation
     rows = np.arange(geo.out[0])[:, None] * sh - ph + (arg // kw) * dh
     cols = np.arange(geo.out[1])[None, :] * sw - pw + (arg % kw) * dw
+    if x.dtype.kind == "f":  # nothing above -inf: torch keeps the window's first input position
+        empty = out == -np.inf
+        if empty.any():
+            rows = np.where(empty, _first_inside(geo.out[0], sh, ph, dh)[:, None], rows)
+            cols = np.where(empty, _first_inside(geo.out[1], sw, pw, dw)[None, :], cols)
     indices = rows * x.shape[-1] + cols
     if needs_grad(input):
         node = MaxPool2DWithIndicesBackward0((edge(input),))

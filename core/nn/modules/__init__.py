@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten
 from .linear import Identity, Linear
@@ -45,7 +45,9 @@ __all__ = [
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
+    "Conv1d",
     "Conv2d",
+    "ConvTranspose2d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
