@@ -16,6 +16,17 @@ from .._ops._base import public_op
 from .._ops.index import one_hot
 from .._ops.inplace import apply_inplace
 from .._tensor import Tensor
+from ._ops.activation import (
+    elu,
+    hardswish,
+    hardtanh,
+    mish,
+    prelu,
+    relu6,
+    silu,
+    softmin,
+    softplus,
+)
 from ._ops.conv import conv1d, conv2d, pad
 from ._ops.conv_transpose import conv_transpose2d
 from ._ops.dropout import dropout
@@ -71,9 +82,18 @@ __all__ += [  # the layers of issue #16, kept together
     "batch_norm",
     "conv1d",
     "conv_transpose2d",
+    "elu",
     "group_norm",
+    "hardswish",
+    "hardtanh",
     "max_pool1d",
     "max_pool2d",
+    "mish",
+    "prelu",
+    "relu6",
+    "silu",
+    "softmin",
+    "softplus",
 ]
 
 

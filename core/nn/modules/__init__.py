@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .activation import (
+    ELU,
+    GELU,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Tanh,
+)
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .dropout import Dropout
@@ -50,10 +67,13 @@ __all__ = [
     "ConvTranspose2d",
     "CrossEntropyLoss",
     "Dropout",
+    "ELU",
     "Embedding",
     "Flatten",
     "GELU",
     "GroupNorm",
+    "Hardswish",
+    "Hardtanh",
     "Identity",
     "L1Loss",
     "LayerNorm",
@@ -63,15 +83,21 @@ __all__ = [
     "MSELoss",
     "MaxPool1d",
     "MaxPool2d",
+    "Mish",
     "Module",
     "ModuleDict",
     "ModuleList",
+    "PReLU",
+    "ReLU6",
+    "SiLU",
     "SmoothL1Loss",
     "NLLLoss",
     "ReLU",
     "Sequential",
     "Sigmoid",
     "Softmax",
+    "Softmin",
+    "Softplus",
     "Tanh",
     "register_module_backward_hook",
     "register_module_forward_hook",
