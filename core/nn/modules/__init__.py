@@ -24,7 +24,7 @@ from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten
-from .linear import Identity, Linear
+from .linear import Identity, LazyLinear, Linear
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -77,6 +77,7 @@ __all__ = [
     "Identity",
     "L1Loss",
     "LayerNorm",
+    "LazyLinear",
     "LeakyReLU",
     "Linear",
     "LogSoftmax",
