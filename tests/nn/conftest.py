@@ -91,6 +91,12 @@ def sync_from_torch(hg_module: Any, t_module: Any) -> None:
 
 
 @pytest.fixture(scope="session")
+def copy_torch_state() -> Callable[[Any, Any], None]:
+    """``copy(hg_module, torch_module)``: load torch's parameters and buffers into hookgrad's."""
+    return sync_from_torch
+
+
+@pytest.fixture(scope="session")
 def same_module(torch_mod: Any) -> Callable[..., None]:
     """``check(build, *arrays, modes=("train",))``: ``build(lib)``'s module, with torch's
     parameters copied in, gives torch's outputs, input and parameter gradients and buffers,
