@@ -162,6 +162,13 @@ def test_an_output_size_out_of_range_is_torchs_value_error():
     assert errors[0] == errors[1]
 
 
+def test_an_unknown_padding_mode_is_a_value_error_naming_the_modes(lib):
+    """An unknown padding_mode is torch's ValueError (torch prints the modes as a set, in
+    hash order, so only the start and end are compared)."""
+    with pytest.raises(ValueError, match=r"^padding_mode must be one of \{.*'bogus'$"):
+        lib.nn.Conv1d(3, 2, 3, padding_mode="bogus")
+
+
 def test_node_names_match_torch():
     """conv1d and conv_transpose2d record ConvolutionBackward0; unbatched input a squeeze."""
     for lib in (hookgrad, torch):
@@ -189,6 +196,7 @@ MISUSE = {
     ),
     "conv1d_same_strided": lambda lib: lib.nn.Conv1d(3, 2, 3, padding="same", stride=2),
     "conv1d_groups": lambda lib: lib.nn.Conv1d(3, 2, 3, groups=2),
+    "convT_reflect": lambda lib: lib.nn.ConvTranspose2d(3, 2, 3, padding_mode="reflect"),
     "convT_on_2d": lambda lib: lib.nn.functional.conv_transpose2d(
         lib.ones(8, 8), lib.ones(3, 3, 3, 3)
     ),

@@ -16,16 +16,25 @@ from .module import Module
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
 
 
-def _check_options(in_channels: int, out_channels: int, groups: int, padding_mode: str) -> None:
+def _check_options(
+    in_channels: int, out_channels: int, groups: int, padding_mode: str, transposed: bool, name: str
+) -> None:
     if groups <= 0:
         raise ValueError("groups must be a positive integer")
     if in_channels % groups:
         raise ValueError("in_channels must be divisible by groups")
     if out_channels % groups:
         raise ValueError("out_channels must be divisible by groups")
+    if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+        raise ValueError(
+            "padding_mode must be one of {'zeros', 'replicate', 'circular', 'reflect'}, but got "
+            f"padding_mode={padding_mode!r}"
+        )
     if padding_mode != "zeros":
+        if transposed:
+            raise ValueError(f'Only "zeros" padding mode is supported for {name}')
         raise NotImplementedError(
-            f"Conv2d: only padding_mode='zeros' is supported, got {padding_mode!r}"
+            f"{name}: only padding_mode='zeros' is supported, got {padding_mode!r}"
         )
 
 
@@ -73,7 +82,9 @@ class _ConvNd(Module):
         dtype: Any,
     ) -> None:
         super().__init__()
-        _check_options(in_channels, out_channels, groups, padding_mode)
+        _check_options(
+            in_channels, out_channels, groups, padding_mode, transposed, type(self).__name__
+        )
         as_tuple = pair if self._dims == 2 else _single
         self.in_channels = in_channels
         self.out_channels = out_channels
