@@ -50,6 +50,7 @@ from ._ops.pooling import (
     max_pool2d,
 )
 from ._ops.sparse import embedding
+from ._ops.upsampling import interpolate
 
 __all__ = [
     "binary_cross_entropy",
@@ -86,6 +87,7 @@ __all__ += [  # the layers of issue #16, kept together
     "group_norm",
     "hardswish",
     "hardtanh",
+    "interpolate",
     "max_pool1d",
     "max_pool2d",
     "mish",

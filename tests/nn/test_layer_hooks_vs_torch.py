@@ -34,6 +34,8 @@ LAYERS: dict[str, tuple[Any, tuple[int, ...]]] = {
     "ELU": (lambda lib: lib.nn.ELU(), (3, 5)),
     "Hardswish": (lambda lib: lib.nn.Hardswish(), (3, 5)),
     "PReLU": (lambda lib: lib.nn.PReLU(3), (2, 3, 4)),
+    "Upsample": (lambda lib: lib.nn.Upsample(scale_factor=1.5), (2, 3, 4, 4)),
+    "LayerNorm": (lambda lib: lib.nn.LayerNorm(4), (2, 3, 4)),
 }
 
 

@@ -26,6 +26,7 @@ LAYER_FILES = (
     "normalization",
     "pooling",
     "sparse",
+    "upsampling",
 )
 
 
@@ -68,7 +69,15 @@ def test_every_layer_class_is_listed(file):
 def test_functional_layers_are_listed():
     """The functional table lists every public function of the layer ops in F."""
     listed = set(_table("Functions of `hookgrad.nn.functional`"))
-    ops = ("activation", "conv", "conv_transpose", "normalization", "pooling", "sparse")
+    ops = (
+        "activation",
+        "conv",
+        "conv_transpose",
+        "normalization",
+        "pooling",
+        "sparse",
+        "upsampling",
+    )
     for op in ops:
         module = importlib.import_module(f"hookgrad.nn._ops.{op}")
         public = [n for n in module.__all__ if n[0].islower() and hasattr(nn.functional, n)]

@@ -52,6 +52,7 @@ from .pooling import (
     MaxPool2d,
 )
 from .sparse import Embedding
+from .upsampling import Upsample
 
 __all__ = [
     "AdaptiveAvgPool1d",
@@ -100,6 +101,7 @@ __all__ = [
     "Softmin",
     "Softplus",
     "Tanh",
+    "Upsample",
     "register_module_backward_hook",
     "register_module_forward_hook",
     "register_module_forward_pre_hook",
