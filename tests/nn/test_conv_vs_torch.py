@@ -38,8 +38,6 @@ def test_conv1d_matches_torch(
     values and gradients for input, weight and bias, or torch's error."""
     cin, cout = channels
     groups = math.gcd(cin, cout) if (cin + cout) % 3 == 0 else 1
-    if padding == "same" and (stride != 1 or dilation * (kernel - 1) % 2):
-        return  # torch pads 'same' with an even kernel asymmetrically: see test below
     arrays = [_x(n, cin, length), _x(cout, cin // groups, kernel, seed=2)]
     if bias:
         arrays.append(_x(cout, seed=3))
@@ -82,6 +80,30 @@ def test_conv_transpose2d_matches_torch(
             x, w, b, stride, padding, output_padding, groups, dilation
         ),
         *arrays,
+    )
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@pytest.mark.parametrize(
+    ("kernel", "dilation"), [(2, 1), (4, 1), (4, 3), ((2, 3), 1), ((3, 4), (2, 1))]
+)
+def test_same_padding_with_an_even_kernel_pads_the_far_side_like_torch(
+    same_function, kernel, dilation
+):
+    """'same' with an even effective kernel: one more zero at the far end, as torch, for
+    conv2d and conv1d (values, gradients, output size)."""
+    k2 = kernel if isinstance(kernel, tuple) else (kernel, kernel)
+    same_function(
+        lambda lib, x, w, b: lib.nn.functional.conv2d(x, w, b, padding="same", dilation=dilation),
+        _x(2, 3, 6, 5),
+        _x(4, 3, *k2, seed=2),
+        _x(4, seed=3),
+    )
+    d1 = dilation if isinstance(dilation, int) else dilation[0]
+    same_function(
+        lambda lib, x, w: lib.nn.functional.conv1d(x, w, padding="same", dilation=d1),
+        _x(2, 3, 7),
+        _x(4, 3, k2[1], seed=2),
     )
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import hookgrad
 import hookgrad.nn as nn
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "nn.md").read_text()
@@ -83,19 +82,6 @@ def test_functional_layers_are_listed():
         public = [n for n in module.__all__ if n[0].islower() and hasattr(nn.functional, n)]
         missing = [n for n in public if n not in listed]
         assert not missing, f"add {missing} to docs/nn.md"
-
-
-@pytest.mark.parametrize(
-    "build",
-    [
-        lambda: nn.Conv1d(2, 2, 4, padding="same")(hookgrad.ones(1, 2, 6)),
-        lambda: nn.Conv2d(2, 2, 2, padding="same")(hookgrad.ones(1, 2, 6, 6)),
-    ],
-)
-def test_same_padding_with_an_even_kernel_is_not_implemented(build):
-    """docs/nn.md: 'same' padding with an even effective kernel raises NotImplementedError."""
-    with pytest.raises(NotImplementedError, match="asymmetric padding"):
-        build()
 
 
 @pytest.mark.parametrize("cls", [nn.Conv1d, nn.Conv2d])

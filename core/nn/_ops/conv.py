@@ -101,22 +101,21 @@ def _col2im(
 
 def _padding(
     padding: Any, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int]
-) -> tuple[int, int]:
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``(symmetric padding, extra zeros on the far side)`` per spatial dim.
+
+    ``"same"`` with an odd total padding (an even effective kernel) pads one more zero at the
+    far end, as torch does with a padded copy of the input."""
     if padding == "valid":
-        return (0, 0)
+        return (0, 0), (0, 0)
     if padding == "same":
         if stride != (1, 1):
             raise RuntimeError("padding='same' is not supported for strided convolutions")
         spans = [d * (k - 1) for k, d in zip(kernel, dilation)]
-        if any(s % 2 for s in spans):
-            raise NotImplementedError(
-                "padding='same' with an even effective kernel size needs asymmetric padding, "
-                "which hookgrad's conv2d does not support"
-            )
-        return (spans[0] // 2, spans[1] // 2)
+        return (spans[0] // 2, spans[1] // 2), (spans[0] % 2, spans[1] % 2)
     if isinstance(padding, str):
         raise RuntimeError(f"Invalid padding string: {padding!r}")
-    return pair(padding, "padding")
+    return pair(padding, "padding"), (0, 0)
 
 
 def _check_conv2d_ranks(x: np.ndarray, w: np.ndarray) -> None:
@@ -201,7 +200,10 @@ def conv2d(
     _check_conv(x, w, bias, groups)
     strides, dilations = pair(stride, "stride"), pair(dilation, "dilation")
     kernel = (w.shape[2], w.shape[3])
-    pads = _padding(padding, kernel, strides, dilations)
+    pads, extra = _padding(padding, kernel, strides, dilations)
+    if any(extra):
+        input = pad(input, (0, extra[1], 0, extra[0]))
+        x = input._data
     return _convolution(input, weight, bias, x, w, strides, pads, dilations, groups)
 
 
@@ -281,12 +283,15 @@ def conv1d(
             0
         )
     _check_conv(x, w, bias, groups)
-    x4, w4 = x[:, :, None, :], w[:, :, None, :]
     strides, dilations = (1, single(stride, "stride")), (1, single(dilation, "dilation"))
     if isinstance(padding, str):
-        pads = _padding(padding, (1, w.shape[2]), strides, dilations)
+        pads, extra = _padding(padding, (1, w.shape[2]), strides, dilations)
+        if extra[1]:
+            input = pad(input, (0, extra[1]))
+            x = input._data
     else:
         pads = (0, single(padding, "padding"))
+    x4, w4 = x[:, :, None, :], w[:, :, None, :]
     return _convolution(input, weight, bias, x4, w4, strides, pads, dilations, groups)
 
 
