@@ -78,7 +78,7 @@ def _check(x: np.ndarray, w: np.ndarray, groups: int, output_padding: Any, geome
             f"{list(x.shape)} to have {w.shape[0]} channels, but got {x.shape[1]} channels "
             "instead"
         )
-    (oph, opw), (sh, sw), (dh, dw) = output_padding, *geometry
+    (oph, opw), ((sh, sw), (dh, dw)) = output_padding, geometry
     if not (oph < max(sh, dh) and opw < max(sw, dw)):
         raise RuntimeError(
             "output padding must be smaller than either stride or dilation, but got "
@@ -107,10 +107,10 @@ def conv_transpose2d(
     with a ``(Cin, Cout / groups, kh, kw)`` weight."""
     x, w = input._data, weight._data
     if x.ndim == 3:
-        out = conv_transpose2d(
+        batched = conv_transpose2d(
             input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation
         )
-        return out.squeeze(0)
+        return batched.squeeze(0)
     if x.ndim != 4:
         raise RuntimeError(
             "Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input "

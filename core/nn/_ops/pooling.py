@@ -77,8 +77,10 @@ class _Geometry:
         self.dilation = _ints(dilation, "dilation", op)
         c, h, w = shape[-3:]
         self.out = tuple(
-            _output_size(size, *args, ceil_mode)
-            for size, *args in zip((h, w), self.kernel, self.padding, self.stride, self.dilation)
+            _output_size(size, k, p, s, d, ceil_mode)
+            for size, k, p, s, d in zip(
+                (h, w), self.kernel, self.padding, self.stride, self.dilation
+            )
         )
         self._check(c, h, w)
 

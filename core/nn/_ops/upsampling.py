@@ -141,6 +141,7 @@ def interpolate(
     if min(sizes) < 1 or min(x.shape[2:]) < 1:
         _empty_size_error(x.shape[2:], sizes)
     sources = [_sources(n, o, f) for n, o, f in zip(x.shape[2:], sizes, factors)]
+    node_class: type[_UpsampleNearestBackward]
     if len(sources) == 1:
         out, indices, node_class = x[..., sources[0]], sources[0], UpsampleNearest1DBackward0
     else:

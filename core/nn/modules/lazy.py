@@ -10,6 +10,7 @@ state dict materializes the parameters from the stored shapes first.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import chain
 from typing import Any
 
@@ -53,10 +54,10 @@ class UninitializedParameter(Parameter):
         self.__class__ = self.cls_to_become  # type: ignore[assignment]
 
     @property
-    def shape(self) -> Any:  # type: ignore[override]
+    def shape(self) -> Any:
         raise RuntimeError(_SHAPE_MESSAGE)
 
-    def size(self, dim: int | None = None) -> Any:  # type: ignore[override]
+    def size(self, dim: int | None = None) -> Any:
         raise RuntimeError(_SHAPE_MESSAGE)
 
     def __repr__(self) -> str:
@@ -104,7 +105,7 @@ class LazyModuleMixin:
 
     def _load_from_state_dict(
         self,
-        state_dict: dict[str, Any],
+        state_dict: Mapping[str, Any],
         prefix: str,
         local_metadata: dict[str, Any],
         strict: bool,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from ..._creation import empty
 from ..._grad_mode import no_grad
@@ -95,7 +95,9 @@ class LazyLinear(LazyModuleMixin, Linear):
         if self.has_uninitialized_params():
             with no_grad():
                 self.in_features = input.shape[-1]
-                self.weight.materialize((self.out_features, self.in_features))  # type: ignore[attr-defined]
+                cast(UninitializedParameter, self.weight).materialize(
+                    (self.out_features, self.in_features)
+                )
                 if self.bias is not None:
-                    self.bias.materialize((self.out_features,))
+                    cast(UninitializedParameter, self.bias).materialize((self.out_features,))
                 self.reset_parameters()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..._creation import empty, ones, tensor, zeros
@@ -164,7 +165,7 @@ class _BatchNorm(Module):
 
     def _load_from_state_dict(
         self,
-        state_dict: dict[str, Any],
+        state_dict: Mapping[str, Any],
         prefix: str,
         local_metadata: dict[str, Any],
         strict: bool,
@@ -175,8 +176,8 @@ class _BatchNorm(Module):
         """A state dict older than version 2 has no ``num_batches_tracked``: keep ours."""
         version = local_metadata.get("version")
         key = prefix + "num_batches_tracked"
-        if (version is None or version < 2) and self.track_running_stats:
-            state_dict.setdefault(key, self.num_batches_tracked)
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            state_dict = {**state_dict, key: self.num_batches_tracked}
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
