@@ -20,6 +20,7 @@ def _x(*shape: int, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
 @FAST
 @given(
     st.integers(1, 2),
