@@ -40,7 +40,7 @@ from ._ops.loss import (
     nll_loss,
     smooth_l1_loss,
 )
-from ._ops.normalization import batch_norm, group_norm, layer_norm
+from ._ops.normalization import batch_norm, group_norm, instance_norm, layer_norm
 from ._ops.pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -87,6 +87,7 @@ __all__ += [  # the layers of issue #16, kept together
     "group_norm",
     "hardswish",
     "hardtanh",
+    "instance_norm",
     "interpolate",
     "max_pool1d",
     "max_pool2d",

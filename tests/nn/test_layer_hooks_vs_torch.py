@@ -17,6 +17,7 @@ LAYERS: dict[str, tuple[Any, tuple[int, ...]]] = {
     "BatchNorm1d": (lambda lib: lib.nn.BatchNorm1d(3), (4, 3, 5)),
     "BatchNorm2d": (lambda lib: lib.nn.BatchNorm2d(3), (2, 3, 4, 4)),
     "GroupNorm": (lambda lib: lib.nn.GroupNorm(3, 6), (2, 6, 4)),
+    "InstanceNorm2d": (lambda lib: lib.nn.InstanceNorm2d(3, affine=True), (2, 3, 4, 4)),
     "MaxPool2d": (lambda lib: lib.nn.MaxPool2d(2), (2, 3, 4, 4)),
     "AvgPool2d": (lambda lib: lib.nn.AvgPool2d(3, 1, 1), (2, 3, 4, 4)),
     "AdaptiveAvgPool2d": (lambda lib: lib.nn.AdaptiveAvgPool2d(3), (2, 3, 5, 5)),

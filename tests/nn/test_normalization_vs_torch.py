@@ -209,3 +209,91 @@ def test_one_value_to_normalize_is_torchs_value_error(build):
             build(lib)
         errors.append(str(info.value))
     assert errors[0] == errors[1]
+
+
+@FAST
+@given(
+    st.sampled_from(["InstanceNorm1d", "InstanceNorm2d"]),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_instance_norm_trains_and_evaluates_like_torch(
+    same_module, name, n, channels, affine, track, unbatched
+):
+    """InstanceNorm over two training steps and an eval step: torch's outputs, gradients
+    and running statistics, batched and unbatched, with and without affine and tracking."""
+    spatial = (5,) if name == "InstanceNorm1d" else (3, 4)
+    shape = (channels, *spatial) if unbatched else (n, channels, *spatial)
+    same_module(
+        lambda lib: getattr(lib.nn, name)(channels, affine=affine, track_running_stats=track),
+        _x(*shape),
+        modes=("train", "train", "eval"),
+    )
+
+
+def test_functional_instance_norm_matches_torch(same_function):
+    """F.instance_norm with weight and bias, from input statistics and from running ones."""
+    mean, var = np.array([0.5, -1.0, 2.0], np.float32), np.array([1.5, 0.5, 3.0], np.float32)
+    for use_input_stats in (True, False):
+        same_function(
+            lambda lib, x, w, b, use=use_input_stats: lib.nn.functional.instance_norm(
+                x, lib.tensor(mean), lib.tensor(var), w, b, use, 0.2, 1e-3
+            ),
+            _x(2, 3, 5),
+            _x(3, seed=2),
+            _x(3, seed=3),
+        )
+
+
+def test_instance_norm_repr_and_state_dict_match_torch():
+    """repr and state_dict keys of InstanceNorm1d/2d as torch's (no buffers by default)."""
+    for build in (
+        lambda lib: lib.nn.InstanceNorm2d(3),
+        lambda lib: lib.nn.InstanceNorm1d(4, affine=True, track_running_stats=True),
+    ):
+        h, t = build(hookgrad), build(torch)
+        assert repr(h) == repr(t)
+        assert list(h.state_dict()) == list(t.state_dict())
+
+
+INSTANCE_MISUSE = {
+    "in1d_on_4d": lambda lib: lib.nn.InstanceNorm1d(3)(lib.ones(2, 3, 4, 4)),
+    "in2d_on_2d": lambda lib: lib.nn.InstanceNorm2d(3)(lib.ones(3, 4)),
+    "in_affine_channels": lambda lib: lib.nn.InstanceNorm2d(4, affine=True)(lib.ones(2, 3, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("name", list(INSTANCE_MISUSE))
+def test_instance_norm_misuse_raises_torchs_error(fails_like_torch, name):
+    """Wrong ranks and a channel count that does not match the affine parameters fail as
+    in torch."""
+    fails_like_torch(INSTANCE_MISUSE[name])
+
+
+def test_instance_norm_channel_mismatch_without_affine_warns_as_torch():
+    """Without affine a channel mismatch only warns, with torch's text."""
+    texts = []
+    for lib in (hookgrad, torch):
+        with pytest.warns(UserWarning) as caught:
+            lib.nn.InstanceNorm2d(4)(lib.ones(2, 3, 4, 4))
+        texts.append([str(w.message) for w in caught])
+    assert texts[0] == texts[1]
+
+
+def test_instance_norm_records_the_group_norm_node():
+    """docs/nn.md: instance norm from input statistics records NativeGroupNormBackward0."""
+    x = hookgrad.ones(2, 3, 4, requires_grad=True)
+    assert hookgrad.nn.InstanceNorm1d(3)(x).grad_fn.name() == "NativeGroupNormBackward0"
+
+
+def test_one_spatial_element_is_torchs_value_error():
+    """Instance statistics of one element are torch's ValueError naming torch.Size."""
+    errors = []
+    for lib in (hookgrad, torch):
+        with pytest.raises(ValueError) as info:
+            lib.nn.InstanceNorm2d(3)(lib.ones(2, 3, 1, 1))
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]

@@ -23,6 +23,7 @@ __all__ = [
     "as_normalized_shape",
     "batch_norm",
     "group_norm",
+    "instance_norm",
     "layer_norm",
 ]
 
@@ -312,3 +313,40 @@ def group_norm(
     node.xhat, node.rstd, node.weight, node._groups = xhat, rstd, w, num_groups
     node._save(input, *params)
     return record(out, node)
+
+
+def _verify_spatial_size(shape: tuple[int, ...]) -> None:
+    """torch's refusal to compute instance statistics from one value per instance."""
+    if int(np.prod(shape[2:])) == 1:
+        raise ValueError(
+            f"Expected more than 1 spatial element when training, got input size {Size(shape)!r}"
+        )
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalize each (sample, channel) over its spatial dims (``use_input_stats``), folding
+    the instances' average statistics into the running ones; else normalize with those.
+
+    With input statistics this is group norm with one group per channel (recorded as its
+    node); with running statistics it is batch norm in eval mode.
+    """
+    x = input._data
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    _verify_spatial_size(x.shape)
+    if running_mean is not None or running_var is not None:
+        _, mean, var, _ = _standardize(x, tuple(range(2, x.ndim)), eps)
+        spatial = x.size // (x.shape[0] * x.shape[1])
+        _update_running_(running_mean, mean.reshape(x.shape[:2]).mean(axis=0), momentum)
+        unbiased = var.reshape(x.shape[:2]) * (spatial / max(spatial - 1, 1))
+        _update_running_(running_var, unbiased.mean(axis=0), momentum)
+    return group_norm(input, x.shape[1], weight, bias, eps)

@@ -42,7 +42,14 @@ from .module import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+)
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -76,6 +83,8 @@ __all__ = [
     "Hardswish",
     "Hardtanh",
     "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
     "L1Loss",
     "LayerNorm",
     "LazyLinear",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,11 +11,18 @@ from ..._dtype import int64
 from ..._tensor import Tensor
 from .. import init
 from .._ops.normalization import as_normalized_shape
-from ..functional import batch_norm, group_norm, layer_norm
+from ..functional import batch_norm, group_norm, instance_norm, layer_norm
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm"]
+__all__ = [
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "GroupNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "LayerNorm",
+]
 
 
 class LayerNorm(Module):
@@ -76,13 +84,8 @@ def _affine_parameters(
         module.register_parameter("bias", None)
 
 
-class _BatchNorm(Module):
-    """Per-channel normalization with batch statistics in training, running ones in eval.
-
-    ``momentum=None`` makes the running statistics a cumulative average over the
-    ``num_batches_tracked`` batches seen; ``track_running_stats=False`` keeps no buffers and
-    normalizes with batch statistics in eval mode too.
-    """
+class _NormBase(Module):
+    """Parameters, running-statistics buffers and options shared by batch and instance norm."""
 
     _version = 2
     _ranks: tuple[int, ...]
@@ -136,26 +139,6 @@ class _BatchNorm(Module):
             ranks = " or ".join(f"{r}D" for r in self._ranks)
             raise ValueError(f"expected {ranks} input (got {input.dim()}D input)")
 
-    def forward(self, input: Tensor) -> Tensor:
-        self._check_input_dim(input)
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # a cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked)
-        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
-        keep_buffers = not self.training or self.track_running_stats
-        return batch_norm(
-            input,
-            self.running_mean if keep_buffers else None,
-            self.running_var if keep_buffers else None,
-            self.weight,
-            self.bias,
-            use_batch_stats,
-            factor,
-            self.eps,
-        )
-
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
@@ -183,6 +166,35 @@ class _BatchNorm(Module):
         )
 
 
+class _BatchNorm(_NormBase):
+    """Per-channel normalization with batch statistics in training, running ones in eval.
+
+    ``momentum=None`` makes the running statistics a cumulative average over the
+    ``num_batches_tracked`` batches seen; ``track_running_stats=False`` keeps no buffers and
+    normalizes with batch statistics in eval mode too.
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked)
+        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        keep_buffers = not self.training or self.track_running_stats
+        return batch_norm(
+            input,
+            self.running_mean if keep_buffers else None,
+            self.running_var if keep_buffers else None,
+            self.weight,
+            self.bias,
+            use_batch_stats,
+            factor,
+            self.eps,
+        )
+
+
 class BatchNorm1d(_BatchNorm):
     """Batch normalization of ``(N, C)`` or ``(N, C, L)`` input over each channel."""
 
@@ -193,6 +205,70 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalization of ``(N, C, H, W)`` input over each channel."""
 
     _ranks = (4,)
+
+
+class _InstanceNorm(_NormBase):
+    """Per-(sample, channel) normalization over the spatial dims; with
+    ``track_running_stats`` the instances' statistics also feed running ones, used in eval."""
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        feature_dim = input.dim() - (self._ranks[0])
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(
+                    f"expected input's size at dim={feature_dim} to match num_features"
+                    f" ({self.num_features}), but got: {input.shape[feature_dim]}."
+                )
+            warnings.warn(
+                f"input's size at dim={feature_dim} does not match num_features. You can "
+                "silence this warning by not passing in num_features, which is not used "
+                "because affine=False",
+                stacklevel=2,
+            )
+        if input.dim() == self._ranks[0]:  # no batch dim
+            return self._normalize(input.unsqueeze(0)).squeeze(0)
+        return self._normalize(input)
+
+    def _normalize(self, input: Tensor) -> Tensor:
+        return instance_norm(
+            input,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            self.training or not self.track_running_stats,
+            self.momentum if self.momentum is not None else 0.0,
+            self.eps,
+        )
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of ``(N, C, L)`` or unbatched ``(C, L)`` input."""
+
+    _ranks = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of ``(N, C, H, W)`` or unbatched ``(C, H, W)`` input."""
+
+    _ranks = (3, 4)
 
 
 class GroupNorm(Module):
