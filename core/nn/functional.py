@@ -17,15 +17,21 @@ from .._ops.index import one_hot
 from .._ops.inplace import apply_inplace
 from .._tensor import Tensor
 from ._ops.activation import (
+    celu,
     elu,
+    hardsigmoid,
     hardswish,
     hardtanh,
+    logsigmoid,
     mish,
     prelu,
     relu6,
+    selu,
     silu,
     softmin,
     softplus,
+    softsign,
+    tanhshrink,
 )
 from ._ops.conv import conv1d, conv2d, pad
 from ._ops.conv_transpose import conv_transpose2d
@@ -81,22 +87,28 @@ __all__ += [  # the layers of issue #16, kept together
     "avg_pool1d",
     "avg_pool2d",
     "batch_norm",
+    "celu",
     "conv1d",
     "conv_transpose2d",
     "elu",
     "group_norm",
+    "hardsigmoid",
     "hardswish",
     "hardtanh",
     "instance_norm",
     "interpolate",
+    "logsigmoid",
     "max_pool1d",
     "max_pool2d",
     "mish",
     "prelu",
     "relu6",
+    "selu",
     "silu",
     "softmin",
     "softplus",
+    "softsign",
+    "tanhshrink",
 ]
 
 

@@ -1,4 +1,5 @@
-"""SiLU, Softplus, Softmin, Mish, Hardtanh, ReLU6, ELU, Hardswish, PReLU vs torch 2.13."""
+"""The activations of issue #16 (SiLU, Softplus, Softmin, Mish, Hardtanh, ReLU6, ELU, SELU,
+CELU, Hardswish, Hardsigmoid, LogSigmoid, Softsign, Tanhshrink, PReLU) vs torch 2.13."""
 
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ FUNCTIONS: dict[str, Any] = {
     "hardswish": lambda lib, x: lib.nn.functional.hardswish(x),
     "softmin": lambda lib, x: lib.nn.functional.softmin(x, dim=-1),
     "prelu": lambda lib, x: lib.nn.functional.prelu(x, lib.tensor([0.2])),
+    "selu": lambda lib, x: lib.nn.functional.selu(x),
+    "celu": lambda lib, x: lib.nn.functional.celu(x, alpha=0.5),
+    "hardsigmoid": lambda lib, x: lib.nn.functional.hardsigmoid(x),
+    "logsigmoid": lambda lib, x: lib.nn.functional.logsigmoid(x),
+    "softsign": lambda lib, x: lib.nn.functional.softsign(x),
+    "tanhshrink": lambda lib, x: lib.nn.functional.tanhshrink(x),
 }
 
 # values kept off the kinks (where torch's one-sided choice and a float32 rounding could
@@ -54,6 +61,9 @@ INPLACE: dict[str, Any] = {
     "relu6": lambda lib, x: lib.nn.functional.relu6(x, inplace=True),
     "elu": lambda lib, x: lib.nn.functional.elu(x, 0.7, inplace=True),
     "hardswish": lambda lib, x: lib.nn.functional.hardswish(x, inplace=True),
+    "selu": lambda lib, x: lib.nn.functional.selu(x, inplace=True),
+    "celu": lambda lib, x: lib.nn.functional.celu(x, 0.5, inplace=True),
+    "hardsigmoid": lambda lib, x: lib.nn.functional.hardsigmoid(x, inplace=True),
 }
 
 
@@ -91,6 +101,14 @@ MODULES: dict[str, Any] = {
     "Hardswish": lambda lib: lib.nn.Hardswish(),
     "PReLU": lambda lib: lib.nn.PReLU(),
     "PReLU_channels": lambda lib: lib.nn.PReLU(3, 0.1),
+    "SELU": lambda lib: lib.nn.SELU(),
+    "SELU_inplace": lambda lib: lib.nn.SELU(True),
+    "CELU": lambda lib: lib.nn.CELU(),
+    "CELU_options": lambda lib: lib.nn.CELU(0.5, True),
+    "Hardsigmoid": lambda lib: lib.nn.Hardsigmoid(),
+    "LogSigmoid": lambda lib: lib.nn.LogSigmoid(),
+    "Softsign": lambda lib: lib.nn.Softsign(),
+    "Tanhshrink": lambda lib: lib.nn.Tanhshrink(),
 }
 
 
@@ -110,7 +128,9 @@ def test_modules_match_torch(same_module, name):
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
-@pytest.mark.parametrize("name", ["hardtanh", "relu6", "elu", "hardswish", "softplus_beta"])
+@pytest.mark.parametrize(
+    "name", ["hardtanh", "relu6", "elu", "hardswish", "hardsigmoid", "softplus_beta"]
+)
 def test_zero_gradient_regions_stay_zero_for_nan_gradients(name, value):
     """Where torch's derivative is 0 (outside hardtanh/relu6's range, below hardswish's -3),
     a NaN or inf incoming gradient still gives 0; elsewhere it passes as in torch."""
@@ -176,6 +196,12 @@ def test_node_names_match_torch():
             "HardswishBackward0",
             "SoftmaxBackward0",
             "PreluKernelBackward0",
+            "EluBackward0",
+            "CeluBackward0",
+            "HardsigmoidBackward0",
+            "LogSigmoidBackward0",
+            "DivBackward0",
+            "SubBackward0",
         ], lib.__name__
 
 
@@ -188,6 +214,7 @@ MISUSE = {
     "silu_long": lambda lib: lib.nn.functional.silu(lib.ones(2, dtype=lib.int64)),
     "elu_long": lambda lib: lib.nn.ELU()(lib.ones(2, dtype=lib.int64)),
     "softplus_long": lambda lib: lib.nn.Softplus()(lib.ones(2, dtype=lib.int64)),
+    "celu_alpha_zero": lambda lib: lib.nn.functional.celu(lib.ones(2), alpha=0.0),
 }
 
 

@@ -18,23 +18,33 @@ from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 from ..._ops.inplace import apply_inplace
 
 __all__ = [
+    "CeluBackward0",
+    "CeluBackward1",
     "EluBackward0",
     "EluBackward1",
+    "HardsigmoidBackward0",
     "HardswishBackward0",
     "HardtanhBackward0",
+    "LogSigmoidBackward0",
     "MishBackward0",
     "PreluKernelBackward0",
     "SiluBackward0",
     "SoftplusBackward0",
+    "celu",
     "elu",
+    "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "logsigmoid",
     "mish",
     "prelu",
     "relu6",
+    "selu",
     "silu",
     "softmin",
     "softplus",
+    "softsign",
+    "tanhshrink",
 ]
 
 
@@ -189,54 +199,154 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
-# -- ELU ---------------------------------------------------------------------------------------
+# -- ELU, SELU, CELU: one formula, torch's elu(x, alpha, scale, input_scale) ----------------
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
 
 
 class EluBackward0(Node):
-    """From the input: the gradient where ``x > 0``, ``g * alpha * exp(x)`` elsewhere."""
+    """From the input: ``g * scale`` where ``x > 0``, else
+    ``g * alpha * scale * input_scale * exp(x * input_scale)`` (selected)."""
 
-    __slots__ = ("_alpha", "x")
+    __slots__ = ("_alpha", "_input_scale", "_scale", "x")
 
     _alpha: float
+    _input_scale: float
+    _scale: float
     x: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        x = self.x
+        x, a, s, i = self.x, self._alpha, self._scale, self._input_scale
         with np.errstate(over="ignore"):
-            return (np.where(x > 0, g, g * (self._alpha * np.exp(x)).astype(x.dtype)),)
+            negative = (a * s * i * np.exp(x * i)).astype(x.dtype, copy=False)
+        return (np.where(x > 0, g * x.dtype.type(s), g * negative),)
 
 
 class EluBackward1(Node):
-    """The in-place form, from the result: ``g * (out + alpha)`` where ``out <= 0``."""
+    """The in-place form, from the result: ``g * input_scale * (out + alpha * scale)`` where
+    ``out <= 0``, ``g * scale`` elsewhere."""
 
-    __slots__ = ("_alpha", "out")
+    __slots__ = ("_alpha", "_input_scale", "_scale", "out")
 
     _alpha: float
+    _input_scale: float
+    _scale: float
     out: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        out = self.out
-        return (np.where(out > 0, g, g * (out + out.dtype.type(self._alpha))),)
+        out, a, s, i = self.out, self._alpha, self._scale, self._input_scale
+        negative = (i * (out + out.dtype.type(a * s))).astype(out.dtype, copy=False)
+        return (np.where(out > 0, g * out.dtype.type(s), g * negative),)
 
 
-def _elu_values(x: np.ndarray, alpha: float) -> np.ndarray:
+class CeluBackward0(EluBackward0):
+    __slots__ = ()
+
+
+class CeluBackward1(EluBackward1):
+    __slots__ = ()
+
+
+def _elu_values(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> np.ndarray:
     _float_only(x, "elu")
     with np.errstate(over="ignore"):
-        negative = (alpha * np.expm1(np.minimum(x, 0))).astype(x.dtype, copy=False)
-    return np.where(x > 0, x, negative)
+        negative = (alpha * scale * np.expm1(np.minimum(x, 0) * input_scale)).astype(x.dtype)
+    return np.where(x > 0, (x * scale).astype(x.dtype, copy=False), negative)
+
+
+def _elu(
+    input: Tensor,
+    inplace: bool,
+    alpha: float,
+    scale: float = 1.0,
+    input_scale: float = 1.0,
+    nodes: tuple[type[Node], type[Node]] = (EluBackward0, EluBackward1),
+) -> Tensor:
+    """torch's ``elu(x, alpha, scale, input_scale)``; the in-place form saves the result."""
+    options = {"_alpha": alpha, "_scale": scale, "_input_scale": input_scale}
+    if not inplace:
+        out = _elu_values(input._data, alpha, scale, input_scale)
+        return _record(input, out, nodes[0], x=input._data, **options)
+
+    def op(t: Tensor) -> Tensor:
+        out = _elu_values(t._data, alpha, scale, input_scale)
+        return _record(t, out, nodes[1], out=out, **options)
+
+    return apply_inplace(input, op, None)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
-    if not inplace:
-        x = input._data
-        return _record(input, _elu_values(x, alpha), EluBackward0, x=x, _alpha=alpha)
+    return _elu(input, inplace, alpha)
 
-    def op(t: Tensor) -> Tensor:
-        out = _elu_values(t._data, alpha)
-        return _record(t, out, EluBackward1, out=out, _alpha=alpha)
 
-    return apply_inplace(input, op, None)
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``scale * elu(x, alpha)`` with the self-normalizing constants."""
+    return _elu(input, inplace, _SELU_ALPHA, _SELU_SCALE)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _elu(input, inplace, alpha, 1.0, 1.0 / alpha, (CeluBackward0, CeluBackward1))
+
+
+# -- Hardsigmoid, LogSigmoid, Softsign, Tanhshrink ----------------------------------------------
+
+
+class HardsigmoidBackward0(Node):
+    """``g / 6`` strictly inside ``(-3, 3)``, 0 elsewhere (selected)."""
+
+    __slots__ = ("x",)
+
+    x: np.ndarray
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        x = self.x
+        inside = (x > -3) & (x < 3)
+        return (np.where(inside, g / g.dtype.type(6), g.dtype.type(0)),)
+
+
+def _hardsigmoid(input: Tensor) -> Tensor:
+    x = input._data
+    out = (np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+    return _record(input, out, HardsigmoidBackward0, x=x)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """``relu6(x + 3) / 6``."""
+    return _maybe_inplace(input, inplace, _hardsigmoid)
+
+
+class LogSigmoidBackward0(Node):
+    """``d/dx log(sigmoid(x)) = sigmoid(-x)``."""
+
+    __slots__ = ("x",)
+
+    x: np.ndarray
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g * _sigmoid(-self.x),)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x)) = -softplus(-x)``, computed without overflow."""
+    x = input._data
+    _float_only(x, "log_sigmoid_forward")
+    out = (np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))).astype(x.dtype, copy=False)
+    return _record(input, out, LogSigmoidBackward0, x=x)
+
+
+def softsign(input: Tensor) -> Tensor:
+    """``x / (1 + |x|)`` (recorded as its ops, as torch's)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """``x - tanh(x)`` (recorded as its ops, as torch's)."""
+    return input - input.tanh()
 
 
 # -- Hardswish ---------------------------------------------------------------------------------

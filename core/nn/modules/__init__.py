@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from .activation import (
+    CELU,
     ELU,
     GELU,
+    SELU,
+    Hardsigmoid,
     Hardswish,
     Hardtanh,
     LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
     Mish,
     PReLU,
@@ -18,7 +22,9 @@ from .activation import (
     Softmax,
     Softmin,
     Softplus,
+    Softsign,
     Tanh,
+    Tanhshrink,
 )
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
@@ -70,6 +76,7 @@ __all__ = [
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
+    "CELU",
     "Conv1d",
     "Conv2d",
     "ConvTranspose2d",
@@ -80,6 +87,7 @@ __all__ = [
     "Flatten",
     "GELU",
     "GroupNorm",
+    "Hardsigmoid",
     "Hardswish",
     "Hardtanh",
     "Identity",
@@ -90,6 +98,7 @@ __all__ = [
     "LazyLinear",
     "LeakyReLU",
     "Linear",
+    "LogSigmoid",
     "LogSoftmax",
     "MSELoss",
     "MaxPool1d",
@@ -100,6 +109,7 @@ __all__ = [
     "ModuleList",
     "PReLU",
     "ReLU6",
+    "SELU",
     "SiLU",
     "SmoothL1Loss",
     "NLLLoss",
@@ -109,7 +119,9 @@ __all__ = [
     "Softmax",
     "Softmin",
     "Softplus",
+    "Softsign",
     "Tanh",
+    "Tanhshrink",
     "Upsample",
     "register_module_backward_hook",
     "register_module_forward_hook",

@@ -15,22 +15,28 @@ from ..parameter import Parameter
 from .module import Module
 
 __all__ = [
+    "CELU",
     "ELU",
     "GELU",
+    "Hardsigmoid",
     "Hardswish",
     "Hardtanh",
     "LeakyReLU",
+    "LogSigmoid",
     "LogSoftmax",
     "Mish",
     "PReLU",
     "ReLU",
     "ReLU6",
+    "SELU",
     "SiLU",
     "Sigmoid",
     "Softmax",
     "Softmin",
     "Softplus",
+    "Softsign",
     "Tanh",
+    "Tanhshrink",
 ]
 
 
@@ -287,3 +293,65 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
+
+
+class SELU(Module):
+    """``scale * elu(x, alpha)`` with the self-normalizing constants."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.selu(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
+
+
+class CELU(Module):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"alpha={self.alpha}{inplace}"
+
+
+class Hardsigmoid(Module):
+    """``relu6(x + 3) / 6`` elementwise."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardsigmoid(input, self.inplace)
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))`` elementwise."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    """``x / (1 + |x|)`` elementwise."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """``x - tanh(x)`` elementwise."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanhshrink(input)
