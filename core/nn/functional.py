@@ -35,7 +35,7 @@ from ._ops.activation import (
 )
 from ._ops.conv import conv1d, conv2d, pad
 from ._ops.conv_transpose import conv_transpose2d
-from ._ops.dropout import dropout
+from ._ops.dropout import dropout, dropout1d, dropout2d
 from ._ops.linear import linear
 from ._ops.loss import (
     binary_cross_entropy,
@@ -90,6 +90,8 @@ __all__ += [  # the layers of issue #16, kept together
     "celu",
     "conv1d",
     "conv_transpose2d",
+    "dropout1d",
+    "dropout2d",
     "elu",
     "group_norm",
     "hardsigmoid",

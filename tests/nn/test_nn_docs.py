@@ -71,6 +71,7 @@ def test_functional_layers_are_listed():
     ops = (
         "activation",
         "conv",
+        "dropout",
         "conv_transpose",
         "normalization",
         "pooling",

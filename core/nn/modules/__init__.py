@@ -28,7 +28,7 @@ from .activation import (
 )
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
-from .dropout import Dropout
+from .dropout import Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten
 from .linear import Identity, LazyLinear, Linear
 from .loss import (
@@ -82,6 +82,8 @@ __all__ = [
     "ConvTranspose2d",
     "CrossEntropyLoss",
     "Dropout",
+    "Dropout1d",
+    "Dropout2d",
     "ELU",
     "Embedding",
     "Flatten",
