@@ -33,6 +33,15 @@ def test_whole_channels_drop_and_the_rest_scale(lib, name, shape):
     assert out.grad_fn.name() in ("MulBackward0", "SqueezeBackward1")
 
 
+def test_inplace_unbatched_dropout1d_drops_whole_channels(lib):
+    """In place on (C, L) input: the input itself changes, channel by channel."""
+    x = lib.ones(6, 5) * 1.0
+    out = lib.nn.functional.dropout1d(x, 0.5, inplace=True)
+    assert out is x
+    rows = {tuple(np.round(row, 5)) for row in x.numpy().tolist()}
+    assert rows <= {(0.0,) * 5, (2.0,) * 5}
+
+
 def test_eval_and_p_zero_return_the_input(lib):
     """Not training: the input itself comes back."""
     x = lib.ones(2, 3, 4, 4)

@@ -65,13 +65,16 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool) -> Tensor:
-    """Zero whole channels (dims from 2 on) with probability ``p``, scale the rest by
-    ``1/(1-p)``: a product with a constant mask, recorded as torch's MulBackward0."""
+def _feature_dropout(
+    input: Tensor, p: float, training: bool, inplace: bool, lead: int = 2
+) -> Tensor:
+    """Zero whole channels (the dims after the ``lead`` (sample, channel) ones) with
+    probability ``p``, scale the rest by ``1/(1-p)``: a product with a constant mask,
+    recorded as torch's MulBackward0."""
     if not training or p == 0:
         return input
     x = input._data
-    mask_shape = x.shape[:2] + (1,) * (x.ndim - 2)
+    mask_shape = x.shape[:lead] + (1,) * (x.ndim - lead)
     mask = wrap(_scaled_mask(np.empty(mask_shape, dtype=x.dtype), p))
     return input.mul_(mask) if inplace else input * mask
 
@@ -90,8 +93,8 @@ def dropout1d(
         )
     if input.ndim == 3:
         return _feature_dropout(input, p, training, inplace)
-    if inplace:
-        return _feature_dropout(input.unsqueeze_(0), p, training, True).squeeze_(0)
+    if inplace:  # one draw per channel of the unbatched (C, L) input itself
+        return _feature_dropout(input, p, training, True, lead=1)
     return _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
 
 
