@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import hookgrad
 import hookgrad.nn as nn
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "nn.md").read_text()
@@ -23,6 +24,7 @@ LAYER_FILES = (
     "linear",
     "loss",
     "normalization",
+    "padding",
     "pooling",
     "sparse",
     "upsampling",
@@ -74,6 +76,7 @@ def test_functional_layers_are_listed():
         "dropout",
         "conv_transpose",
         "normalization",
+        "padding",
         "pooling",
         "sparse",
         "upsampling",
@@ -85,13 +88,11 @@ def test_functional_layers_are_listed():
         assert not missing, f"add {missing} to docs/nn.md"
 
 
-@pytest.mark.parametrize("cls", [nn.Conv1d, nn.Conv2d])
-@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
-def test_padding_modes_other_than_zeros_are_not_implemented(cls, mode):
-    """docs/nn.md: Conv1d/Conv2d's padding_mode other than 'zeros' raises
-    NotImplementedError (ConvTranspose2d refuses them as torch does)."""
-    with pytest.raises(NotImplementedError, match="padding_mode"):
-        cls(2, 2, 3, padding_mode=mode)
+def test_circular_padding_records_one_node():
+    """docs/nn.md: circular padding records CircularPadBackward0."""
+    x = hookgrad.ones(1, 2, 4, requires_grad=True)
+    out = nn.functional.pad(x, (1, 1), mode="circular")
+    assert out.grad_fn.name() == "CircularPadBackward0"
 
 
 def test_uninitialized_parameter_lives_in_the_lazy_module():

@@ -337,9 +337,12 @@ def _pad_slices(
 
 
 def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
-    """Pad the last ``len(pad) // 2`` dims by ``(left, right)`` pairs, last dim first."""
+    """Pad the last ``len(pad) // 2`` dims by ``(left, right)`` pairs, last dim first, with
+    ``value`` (``mode="constant"``) or by reflecting, replicating or wrapping the input."""
     if mode != "constant":
-        raise NotImplementedError(f"F.pad: only mode='constant' is supported, got {mode!r}")
+        from .padding import index_pad  # padding imports pooling, which needs nothing here
+
+        return index_pad(input, tuple(int(p) for p in pad), mode, value)
     x = input._data
     out_shape, src, dst = _pad_slices(x.shape, tuple(int(p) for p in pad))
     out = np.full(out_shape, 0 if value is None else value, dtype=x.dtype)

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..._creation import empty
 from ..._tensor import Tensor
+from .. import functional as F
 from .. import init
 from .._ops.conv import pair
 from ..functional import conv1d, conv2d, conv_transpose2d
@@ -30,12 +31,8 @@ def _check_options(
             "padding_mode must be one of {'zeros', 'replicate', 'circular', 'reflect'}, but got "
             f"padding_mode={padding_mode!r}"
         )
-    if padding_mode != "zeros":
-        if transposed:
-            raise ValueError(f'Only "zeros" padding mode is supported for {name}')
-        raise NotImplementedError(
-            f"{name}: only padding_mode='zeros' is supported, got {padding_mode!r}"
-        )
+    if padding_mode != "zeros" and transposed:
+        raise ValueError(f'Only "zeros" padding mode is supported for {name}')
 
 
 def _check_padding_string(padding: str, stride: tuple[int, ...]) -> None:
@@ -53,6 +50,21 @@ def _single(value: Any, name: str = "value") -> tuple[int]:
     if isinstance(value, (tuple, list)):
         return (int(value[0]),)
     return (int(value),)
+
+
+def _reversed_padding(
+    padding: Any, kernel: tuple[int, ...], dilation: tuple[int, ...]
+) -> list[int]:
+    """torch's ``_reversed_padding_repeated_twice``: ``F.pad``'s (left, right) pairs, last dim
+    first ('same' splits an odd total with the extra zero on the right)."""
+    if isinstance(padding, str):
+        pads = [0, 0] * len(kernel)
+        if padding == "same":
+            for i, (d, k) in enumerate(zip(dilation[::-1], kernel[::-1])):
+                total = d * (k - 1)
+                pads[2 * i], pads[2 * i + 1] = total // 2, total - total // 2
+        return pads
+    return [p for p in padding[::-1] for _ in range(2)]
 
 
 class _ConvNd(Module):
@@ -98,6 +110,9 @@ class _ConvNd(Module):
         self.output_padding = as_tuple(output_padding, "output_padding")
         self.groups = groups
         self.padding_mode = padding_mode
+        self._reversed_padding_repeated_twice = _reversed_padding(
+            self.padding, self.kernel_size, self.dilation
+        )
         channels = (in_channels, out_channels // groups) if transposed else (
             out_channels, in_channels // groups
         )  # fmt: skip
@@ -134,7 +149,17 @@ class _ConvNd(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
+
+    def _pad_input(self, input: Tensor) -> tuple[Tensor, Any]:
+        """``(input, padding)`` for the convolution: with a padding mode other than zeros the
+        input is padded first (``F.pad``) and the convolution pads nothing, as torch's."""
+        if self.padding_mode == "zeros":
+            return input, self.padding
+        padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+        return padded, 0
 
 
 class Conv1d(_ConvNd):
@@ -162,8 +187,9 @@ class Conv1d(_ConvNd):
         )  # fmt: skip
 
     def forward(self, input: Tensor) -> Tensor:
+        input, padding = self._pad_input(input)
         return conv1d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+            input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups
         )
 
 
@@ -192,8 +218,9 @@ class Conv2d(_ConvNd):
         )  # fmt: skip
 
     def forward(self, input: Tensor) -> Tensor:
+        input, padding = self._pad_input(input)
         return conv2d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+            input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups
         )
 
 
