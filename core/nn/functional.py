@@ -16,8 +16,26 @@ from .._ops._base import public_op
 from .._ops.index import one_hot
 from .._ops.inplace import apply_inplace
 from .._tensor import Tensor
-from ._ops.conv import conv2d, pad
-from ._ops.dropout import dropout
+from ._ops.activation import (
+    celu,
+    elu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    silu,
+    softmin,
+    softplus,
+    softsign,
+    tanhshrink,
+)
+from ._ops.conv import conv1d, conv2d, pad
+from ._ops.conv_transpose import conv_transpose2d
+from ._ops.dropout import dropout, dropout1d, dropout2d
 from ._ops.linear import linear
 from ._ops.loss import (
     binary_cross_entropy,
@@ -28,8 +46,17 @@ from ._ops.loss import (
     nll_loss,
     smooth_l1_loss,
 )
-from ._ops.normalization import layer_norm
+from ._ops.normalization import batch_norm, group_norm, instance_norm, layer_norm
+from ._ops.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 from ._ops.sparse import embedding
+from ._ops.upsampling import interpolate
 
 __all__ = [
     "binary_cross_entropy",
@@ -53,6 +80,37 @@ __all__ = [
     "smooth_l1_loss",
     "softmax",
     "tanh",
+]
+__all__ += [  # the layers of issue #16, kept together
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "batch_norm",
+    "celu",
+    "conv1d",
+    "conv_transpose2d",
+    "dropout1d",
+    "dropout2d",
+    "elu",
+    "group_norm",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "instance_norm",
+    "interpolate",
+    "logsigmoid",
+    "max_pool1d",
+    "max_pool2d",
+    "mish",
+    "prelu",
+    "relu6",
+    "selu",
+    "silu",
+    "softmin",
+    "softplus",
+    "softsign",
+    "tanhshrink",
 ]
 
 

@@ -1,4 +1,4 @@
-"""``F.conv2d`` (im2col + one batched matmul, fused backward) and constant ``F.pad``.
+"""``F.conv2d``/``F.conv1d`` (im2col + one batched matmul, fused backward), constant ``F.pad``.
 
 The input is zero-padded, viewed as sliding windows with ``sliding_window_view`` (no copy),
 and the strided/dilated windows are gathered once into a column matrix ``cols`` of shape
@@ -17,7 +17,15 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..._dtype import c_type_name, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 
-__all__ = ["ConstantPadNdBackward0", "ConvolutionBackward0", "conv2d", "pad", "pair"]
+__all__ = [
+    "ConstantPadNdBackward0",
+    "ConvolutionBackward0",
+    "conv1d",
+    "conv2d",
+    "pad",
+    "pair",
+    "single",
+]
 
 
 def pair(value: Any, name: str = "value") -> tuple[int, int]:
@@ -38,23 +46,25 @@ class ConvolutionBackward0(Node):
 
     cols: np.ndarray
     weight: np.ndarray
-    # (x shape, padding, stride, dilation, output spatial size, groups)
+    # (x shape as 4-D, padding, stride, dilation, output spatial size, groups, kernel as 2-D,
+    # the input's own shape): a 1-D convolution is a 2-D one over height-1 planes
     _geometry: tuple[Any, ...]
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ex, ew, eb = self._next
-        shape, padding, stride, dilation, out_hw, groups = self._geometry
+        shape, padding, stride, dilation, out_hw, groups, kernel, in_shape = self._geometry
         n, o = g.shape[0], g.shape[1]
         g4 = g.reshape(n, groups, o // groups, out_hw[0] * out_hw[1])
         gx = gw = gb = None
         if eb is not None:
-            gb = g.sum(axis=(0, 2, 3))
+            gb = g4.sum(axis=(0, 3)).reshape(o)
         if ew is not None:
             gw = _weight_grad(g4, self.cols, self.weight.shape)
         if ex is not None:
             w3 = self.weight.reshape(groups, o // groups, -1)
             gcols = np.swapaxes(w3, 1, 2) @ g4  # (N, G, Cg*kh*kw, L)
-            gx = _col2im(gcols, shape, self.weight.shape[2:], padding, stride, dilation, out_hw)
+            gx = _col2im(gcols, shape, kernel, padding, stride, dilation, out_hw)
+            gx = gx.reshape(in_shape)
         return (gx, gw, gb)
 
 
@@ -91,26 +101,24 @@ def _col2im(
 
 def _padding(
     padding: Any, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int]
-) -> tuple[int, int]:
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``(symmetric padding, extra zeros on the far side)`` per spatial dim.
+
+    ``"same"`` with an odd total padding (an even effective kernel) pads one more zero at the
+    far end, as torch does with a padded copy of the input."""
     if padding == "valid":
-        return (0, 0)
+        return (0, 0), (0, 0)
     if padding == "same":
         if stride != (1, 1):
             raise RuntimeError("padding='same' is not supported for strided convolutions")
         spans = [d * (k - 1) for k, d in zip(kernel, dilation)]
-        if any(s % 2 for s in spans):
-            raise NotImplementedError(
-                "padding='same' with an even effective kernel size needs asymmetric padding, "
-                "which hookgrad's conv2d does not support"
-            )
-        return (spans[0] // 2, spans[1] // 2)
+        return (spans[0] // 2, spans[1] // 2), (spans[0] % 2, spans[1] % 2)
     if isinstance(padding, str):
         raise RuntimeError(f"Invalid padding string: {padding!r}")
-    return pair(padding, "padding")
+    return pair(padding, "padding"), (0, 0)
 
 
-def _check_conv(x: np.ndarray, w: np.ndarray, bias: Tensor | None, groups: int) -> None:
-    """torch's checks of a batched conv2d call: ranks, channels, dtypes."""
+def _check_conv2d_ranks(x: np.ndarray, w: np.ndarray) -> None:
     if w.ndim != 4:
         raise RuntimeError(f"conv2d(): expected a 4-D weight, got {w.ndim}-D")
     if x.ndim != 4:
@@ -118,6 +126,10 @@ def _check_conv(x: np.ndarray, w: np.ndarray, bias: Tensor | None, groups: int) 
             "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
             f"{list(x.shape)}"
         )
+
+
+def _check_conv(x: np.ndarray, w: np.ndarray, bias: Tensor | None, groups: int) -> None:
+    """torch's checks of a batched convolution's channels and dtypes."""
     if x.shape[1] != w.shape[1] * groups or w.shape[0] % groups:
         raise RuntimeError(
             f"Given groups={groups}, weight of size {list(w.shape)}, expected input"
@@ -143,8 +155,10 @@ def _im2col(
     stride: tuple[int, int],
     dilation: tuple[int, int],
     groups: int,
+    flat: bool = False,
 ) -> tuple[np.ndarray, tuple[int, int]]:
-    """Columns ``(N, G, C/G * kh * kw, OH * OW)`` of the padded input, and ``(OH, OW)``."""
+    """Columns ``(N, G, C/G * kh * kw, OH * OW)`` of the padded input, and ``(OH, OW)``;
+    ``flat`` planes are conv1d's height-1 rows (its errors name the width only)."""
     n, c, h, w = x.shape
     (ph, pw), (sh, sw), (dh, dw) = padding, stride, dilation
     kh, kw = kernel
@@ -152,9 +166,13 @@ def _im2col(
     if ph or pw:
         x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     if h + 2 * ph < span_h or w + 2 * pw < span_w:
+        sizes, spans = [h + 2 * ph, w + 2 * pw], [span_h, span_w]
+        if flat:
+            sizes, spans = sizes[1:], spans[1:]
         raise RuntimeError(
-            f"Calculated padded input size per channel: ({h + 2 * ph} x {w + 2 * pw}). Kernel "
-            f"size: ({span_h} x {span_w}). Kernel size can't be greater than actual input size"
+            f"Calculated padded input size per channel: ({' x '.join(map(str, sizes))}). "
+            f"Kernel size: ({' x '.join(map(str, spans))}). Kernel size can't be greater than "
+            "actual input size"
         )
     windows = sliding_window_view(x, (span_h, span_w), axis=(2, 3))
     windows = windows[:, :, ::sh, ::sw, ::dh, ::dw]  # (N, C, OH, OW, kh, kw), still a view
@@ -178,25 +196,103 @@ def conv2d(
         return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(
             0
         )
+    _check_conv2d_ranks(x, w)
     _check_conv(x, w, bias, groups)
     strides, dilations = pair(stride, "stride"), pair(dilation, "dilation")
     kernel = (w.shape[2], w.shape[3])
-    pads = _padding(padding, kernel, strides, dilations)
-    cols, out_hw = _im2col(x, kernel, pads, strides, dilations, groups)
+    pads, extra = _padding(padding, kernel, strides, dilations)
+    if any(extra):
+        input = pad(input, (0, extra[1], 0, extra[0]))
+        x = input._data
+    return _convolution(input, weight, bias, x, w, strides, pads, dilations, groups)
+
+
+def _convolution(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    x: np.ndarray,
+    w: np.ndarray,
+    strides: tuple[int, int],
+    pads: tuple[int, int],
+    dilations: tuple[int, int],
+    groups: int,
+) -> Tensor:
+    """The 2-D convolution of the 4-D arrays ``x``, ``w`` (views of ``input``, ``weight``),
+    recorded as one node whose gradients take ``input``'s and ``weight``'s own shapes."""
+    kernel = (w.shape[2], w.shape[3])
+    cols, out_hw = _im2col(x, kernel, pads, strides, dilations, groups, input.ndim == 3)
     o = w.shape[0]
     out = w.reshape(groups, o // groups, -1) @ cols  # (N, G, O/G, L)
     out = out.reshape(x.shape[0], o, *out_hw)
     if bias is not None:
         out += bias._data.reshape(1, o, 1, 1)
+    if input.ndim == 3:  # conv1d: drop the height-1 dim
+        out = out.reshape(x.shape[0], o, out_hw[1])
     tensors = (input, weight) if bias is None else (input, weight, bias)
     if not needs_grad(*tensors):
         return wrap(out)
     node = ConvolutionBackward0((edge(input), edge(weight), None if bias is None else edge(bias)))
     node.cols = cols
-    node.weight = w
-    node._geometry = (x.shape, pads, strides, dilations, out_hw, groups)
+    node.weight = weight._data
+    node._geometry = (x.shape, pads, strides, dilations, out_hw, groups, kernel, input.shape)
     node._save(input, weight)
     return record(out, node)
+
+
+def _check_conv1d(x: np.ndarray, w: np.ndarray) -> None:
+    if x.ndim not in (2, 3):
+        raise RuntimeError(
+            "Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
+            f"{list(x.shape)}"
+        )
+    if w.ndim != 3:
+        raise RuntimeError(
+            f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight "
+            f"{list(w.shape)}, but got {x.ndim}-dimensional input of size {list(x.shape)} instead"
+        )
+
+
+def single(value: Any, name: str) -> int:
+    """``3`` or ``(3,)`` -> ``3``; torch's error for a longer sequence."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 1:
+            raise RuntimeError(
+                f"expected {name} to be a single integer value or a list of 1 values to match "
+                f"the convolution dimensions, but got {name}={list(value)}"
+            )
+        return int(value[0])
+    return int(value)
+
+
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """1-D cross-correlation over ``(N, C, L)`` (or unbatched ``(C, L)``) input: the 2-D one
+    over planes of height 1, recorded as one node as torch's."""
+    x, w = input._data, weight._data
+    _check_conv1d(x, w)
+    if x.ndim == 2:
+        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(
+            0
+        )
+    _check_conv(x, w, bias, groups)
+    strides, dilations = (1, single(stride, "stride")), (1, single(dilation, "dilation"))
+    if isinstance(padding, str):
+        pads, extra = _padding(padding, (1, w.shape[2]), strides, dilations)
+        if extra[1]:
+            input = pad(input, (0, extra[1]))
+            x = input._data
+    else:
+        pads = (0, single(padding, "padding"))
+    x4, w4 = x[:, :, None, :], w[:, :, None, :]
+    return _convolution(input, weight, bias, x4, w4, strides, pads, dilations, groups)
 
 
 class ConstantPadNdBackward0(Node):
@@ -241,9 +337,12 @@ def _pad_slices(
 
 
 def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
-    """Pad the last ``len(pad) // 2`` dims by ``(left, right)`` pairs, last dim first."""
+    """Pad the last ``len(pad) // 2`` dims by ``(left, right)`` pairs, last dim first, with
+    ``value`` (``mode="constant"``) or by reflecting, replicating or wrapping the input."""
     if mode != "constant":
-        raise NotImplementedError(f"F.pad: only mode='constant' is supported, got {mode!r}")
+        from .padding import index_pad  # padding imports pooling, which needs nothing here
+
+        return index_pad(input, tuple(int(p) for p in pad), mode, value)
     x = input._data
     out_shape, src, dst = _pad_slices(x.shape, tuple(int(p) for p in pad))
     out = np.full(out_shape, 0 if value is None else value, dtype=x.dtype)

@@ -55,7 +55,7 @@ def _padding_index(padding_idx: int | None, num_weights: int) -> int | None:
     if padding_idx is None:
         return None
     if not -num_weights <= padding_idx < num_weights:
-        raise ValueError("Padding_idx must be within num_embeddings")
+        raise AssertionError("Padding_idx must be within num_embeddings")
     return padding_idx % num_weights
 
 

@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .activation import (
+    CELU,
+    ELU,
+    GELU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softsign,
+    Tanh,
+    Tanhshrink,
+)
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv2d
-from .dropout import Dropout
+from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .dropout import Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten
-from .linear import Identity, Linear
+from .linear import Identity, LazyLinear, Linear
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -25,35 +48,105 @@ from .module import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
-from .normalization import LayerNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+)
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .sparse import Embedding
+from .upsampling import Upsample
 
 __all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "CELU",
+    "CircularPad1d",
+    "CircularPad2d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "Conv1d",
     "Conv2d",
+    "ConvTranspose2d",
     "CrossEntropyLoss",
     "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "ELU",
     "Embedding",
     "Flatten",
     "GELU",
+    "GroupNorm",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
     "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
     "L1Loss",
     "LayerNorm",
+    "LazyLinear",
     "LeakyReLU",
     "Linear",
+    "LogSigmoid",
     "LogSoftmax",
     "MSELoss",
+    "MaxPool1d",
+    "MaxPool2d",
+    "Mish",
     "Module",
     "ModuleDict",
     "ModuleList",
+    "PReLU",
+    "ReLU6",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "SELU",
+    "SiLU",
     "SmoothL1Loss",
     "NLLLoss",
     "ReLU",
     "Sequential",
     "Sigmoid",
     "Softmax",
+    "Softmin",
+    "Softplus",
+    "Softsign",
     "Tanh",
+    "Tanhshrink",
+    "Upsample",
+    "ZeroPad1d",
+    "ZeroPad2d",
     "register_module_backward_hook",
     "register_module_forward_hook",
     "register_module_forward_pre_hook",
