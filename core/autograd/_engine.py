@@ -369,7 +369,12 @@ def _accumulate(task: _GraphTask, variable: Tensor, grad: np.ndarray | None) -> 
             np.add(data, grad, out=data)
             current._vbox[0] += 1
         else:
-            current._data = data + grad
+            try:
+                current._data = data + grad
+            except ValueError:  # .grad kept its shape while `variable.data =` changed it
+                from .._ops.arith import broadcast_error
+
+                raise broadcast_error(data, grad) from None
     post = variable._post_acc_hooks
     if post:
         _hook_calls.run_post_accumulate_hooks(variable, post)
