@@ -83,6 +83,7 @@ class Tensor:
         "_grad",
         "_hooks",
         "_output_nr",
+        "_plain_view",
         "_requires_grad",
         "_vbox",
         "grad_fn",
@@ -97,6 +98,11 @@ class Tensor:
     _base: Tensor | None
     _acc: AccumulateGrad | None
     _hooks: _TensorHooks | None
+    # Set (True) only on detach() outputs, and read with getattr(..., False) by in-place ops:
+    # a view that shares storage and version with _base but whose in-place writes do not
+    # rebase the base's history (torch's non-differentiable view). Never set on other tensors,
+    # so creating one costs nothing.
+    _plain_view: bool
 
     # numpy must defer to Tensor's reflected operators (np.float32(2) * t -> t.__rmul__).
     __array_ufunc__ = None
@@ -278,6 +284,7 @@ class Tensor:
         # the detached tensor invalidate outputs saved by this tensor's node, as in torch.
         out._vbox = self._vbox
         out._base = self if self._base is None else self._base
+        out._plain_view = True
         return out
 
     def _read_only_alias(self) -> Tensor:
