@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..autograd._saved import unpack_node
 from ..autograd.graph import Node
 
 __all__ = ["AsStridedBackward0", "CopySlices", "ViewGeometry"]
@@ -103,6 +104,8 @@ class CopySlices(Node):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         fn = self._fn
         assert fn is not None  # the engine refuses a freed node before calling backward
+        if fn._packed is not None:  # saved-tensor hooks hold the wrapped op's values
+            unpack_node(fn)
         base, region = self._geometry.buffers(g.dtype)
         base[...] = g
         results = fn.backward(region.copy())
