@@ -183,6 +183,7 @@ class ClampBackward0(Node):
     """clamp with Tensor bounds: a bound gets the gradient where it is the active one (as torch)."""
 
     __slots__ = ("hi", "lo", "x")
+    _torch_saved_names = {"lo": "min", "hi": "max"}  # noqa: RUF012 - read-only table
 
     # The bounds' arrays, None for a missing bound; backward reads a bound's shape only when
     # its edge exists, which mypy cannot tell from the types.

@@ -232,14 +232,16 @@ class SavedTensor:
         node._packed = packed
         node._versions = tuple((t, v) for t, v in node._versions if t._data is not value)
 
-    def unpack(self) -> Tensor:
+    def unpack(self) -> Tensor | None:
         return saved_value(self._node, self._field)
 
 
-def saved_value(node: Node, field: str) -> Tensor:
-    """``grad_fn._saved_<name>``: the saved value as a Tensor (unpacked if it was packed)."""
+def saved_value(node: Node, field: str) -> Tensor | None:
+    """``grad_fn._saved_<name>``: the saved value as a Tensor (unpacked if it was packed), or
+    None for an optional value the op did not get (clamp's missing bound)."""
     if node._freed:
         raise RuntimeError(_FREED_MESSAGE)
     if node._packed is not None and field in node._packed:
         return node._packed[field].tensor()
-    return _saved_tensor(node, getattr(node, field))
+    value = getattr(node, field)
+    return None if value is None else _saved_tensor(node, value)

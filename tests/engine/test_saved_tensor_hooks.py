@@ -166,6 +166,16 @@ def test_saved_attributes_under_torch_names(lib):
         y.grad_fn._saved_self  # noqa: B018 - the read is what raises
 
 
+def test_saved_optional_value_is_none(lib):
+    """clamp with a tensor lower bound only: _saved_min is the bound, _saved_max None,
+    _saved_self the input itself (torch's names for ClampBackward0)."""
+    x = lib.ones(3, requires_grad=True) * 1
+    y = x.clamp(min=lib.zeros(3))
+    fn = y.grad_fn
+    assert fn._saved_max is None and fn._saved_self is x
+    assert fn._saved_min.tolist() == [0.0, 0.0, 0.0]
+
+
 def test_raw_saved_register_hooks(lib):
     """_raw_saved_<name>.register_hooks packs at once and unpacks at each read and at
     backward; a second registration raises torch's RuntimeError; non-callables a TypeError."""
