@@ -47,6 +47,19 @@ def _wrap(data: np.ndarray) -> Tensor:
     return t
 
 
+def _type_name(value: Any) -> str:
+    """The name torch's messages give a Python object's type (CPython's ``tp_name``): the bare
+    name for builtins and classes defined in Python, ``module.name`` for other C types
+    (``numpy.ndarray``)."""
+    kind = type(value)
+    if kind.__module__ == "builtins" or kind.__flags__ & _HEAP_TYPE:
+        return kind.__name__
+    return f"{kind.__module__}.{kind.__name__}"
+
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class created by a class statement
+
+
 class _TensorHooks:
     """Hooks owned by the tensor itself rather than by a graph node."""
 
@@ -70,6 +83,7 @@ class Tensor:
         "_grad",
         "_hooks",
         "_output_nr",
+        "_plain_view",
         "_requires_grad",
         "_vbox",
         "grad_fn",
@@ -84,6 +98,11 @@ class Tensor:
     _base: Tensor | None
     _acc: AccumulateGrad | None
     _hooks: _TensorHooks | None
+    # Set (True) only on detach() outputs, and read with getattr(..., False) by in-place ops:
+    # a view that shares storage and version with _base but whose in-place writes do not
+    # rebase the base's history (torch's non-differentiable view). Never set on other tensors,
+    # so creating one costs nothing.
+    _plain_view: bool
 
     # numpy must defer to Tensor's reflected operators (np.float32(2) * t -> t.__rmul__).
     __array_ufunc__ = None
@@ -227,12 +246,24 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        """A tensor sharing this one's array but detached from the graph."""
-        return self.detach()
+        """A tensor sharing this one's array, detached from the graph and, unlike
+        :meth:`detach`, with a version counter of its own (as torch's): writing through it
+        in place is invisible to autograd's saved-tensor checks."""
+        return _wrap(self._data)
 
     @data.setter
     def data(self, value: Tensor) -> None:
-        self._data = value._data if isinstance(value, Tensor) else np.asarray(value)
+        """Make this tensor hold ``value``'s array (shared, not copied), as torch's ``set_data``:
+        shape and dtype may change; the graph position, ``requires_grad``, ``.grad`` and the
+        version counter stay this tensor's own."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {_type_name(value)}")
+        if self._requires_grad and value._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                "data set to a tensor that requires gradients must be floating point or complex "
+                "dtype"
+            )
+        self._data = value._data
 
     @property
     def retains_grad(self) -> bool:
@@ -253,6 +284,7 @@ class Tensor:
         # the detached tensor invalidate outputs saved by this tensor's node, as in torch.
         out._vbox = self._vbox
         out._base = self if self._base is None else self._base
+        out._plain_view = True
         return out
 
     def _read_only_alias(self) -> Tensor:

@@ -11,6 +11,8 @@ import numpy as np
 
 from .._grad_mode import _state as grad_state
 from .._tensor import Tensor, _wrap
+from ..autograd._saved import pack_node
+from ..autograd._saved import state as _saved_state
 from ..autograd.graph import AccumulateGrad, Node
 
 __all__ = [
@@ -57,10 +59,13 @@ def needs_grad(*tensors: Tensor) -> bool:
 
 
 def record(data: np.ndarray, node: Node) -> Tensor:
-    """Wrap ``data`` as the (only) output of ``node``."""
+    """Wrap ``data`` as the (only) output of ``node``; hand what ``node`` saved to the
+    saved-tensor hooks if any are pushed (one check when none is)."""
     out = _wrap(data)
     out._requires_grad = True
     out.grad_fn = node
+    if _saved_state.active:
+        pack_node(node, out)
     return out
 
 

@@ -276,8 +276,12 @@ class PowBackward2(Node):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         base = self._base
-        if base == 0:  # out * log(0) is -inf where out is inf (negative exponent), else 0
-            return (g * np.where(self.out == np.inf, -np.inf, 0).astype(g.dtype, copy=False),)
+        if base == 0:
+            # torch: 0 where the exponent is >= 0 (out is 0 or 1), else out * log(0): -inf
+            # where out is inf (negative exponent), NaN where out is NaN (NaN exponent)
+            with np.errstate(invalid="ignore"):
+                d_x = np.where(self.out <= 1, 0, self.out * -np.inf).astype(g.dtype, copy=False)
+            return (g * d_x,)
         return (g * self.out * np.log(base).astype(g.dtype),)
 
 

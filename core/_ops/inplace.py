@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Tensor, grad_state, wrap
+from ._base import Node, Tensor, edge, grad_state, wrap
+from ._rebase import AsStridedBackward0, CopySlices, ViewGeometry
 
 __all__ = [
     "add_",
@@ -36,10 +37,22 @@ _LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place
 _LEAF_VIEW_MESSAGE = (
     "a view of a leaf Variable that requires grad is being used in an in-place operation."
 )
-_VIEW_MESSAGE = (
-    "hookgrad does not rebase views: this tensor is a view of a tensor that requires grad and "
-    "is being modified in place. Use an out-of-place op, or clone() the view first."
+_NO_GRAD_VIEW_MESSAGE = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+    "your code by moving both the view and the inplace either both inside the no_grad block "
+    "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+    "to be tracked)."
 )
+
+
+def _tracked_base(x: Tensor) -> Tensor | None:
+    """The base whose history an in-place write to ``x`` must rebase: ``x._base`` for a view
+    made by a view op, None for a non-view or a ``detach()`` output."""
+    base = x._base
+    if base is None or getattr(x, "_plain_view", False):
+        return None
+    return base
 
 
 def _check_allowed(x: Tensor, recording: bool) -> None:
@@ -53,9 +66,12 @@ def _check_allowed(x: Tensor, recording: bool) -> None:
     hooks = x._hooks
     if hooks is not None and hooks.view_error is not None:
         raise RuntimeError(hooks.view_error)
-    base = x._base
-    if base is not None and (x._requires_grad or base._requires_grad):
-        raise RuntimeError(_LEAF_VIEW_MESSAGE if base.grad_fn is None else _VIEW_MESSAGE)
+    base = _tracked_base(x)
+    if base is not None and base._requires_grad:
+        if x.grad_fn is None:  # a view of a tensor requiring grad, made while grad was off
+            raise RuntimeError(_NO_GRAD_VIEW_MESSAGE)
+        if base.grad_fn is None:
+            raise RuntimeError(_LEAF_VIEW_MESSAGE)
 
 
 def pin_saved_output(x: Tensor) -> None:
@@ -94,10 +110,11 @@ def _snapshot(x: Tensor) -> Tensor:
 
 def apply_inplace(x: Tensor, kernel: Callable[[Tensor], Tensor], other: Tensor | None) -> Tensor:
     """Run ``kernel`` (an out-of-place op) and store its result into ``x``'s own array."""
-    recording = grad_state.enabled and (
-        x._requires_grad or (other is not None and other._requires_grad)
-    )
+    recording = not _fast(x, other)
     _check_allowed(x, recording)
+    base = _tracked_base(x) if recording else None
+    # Measured before the write, so an overlapping view is refused with x unchanged.
+    geometry = ViewGeometry(x._data, base._data) if base is not None else None
     source = _snapshot(x) if recording else x
     result = kernel(source)
     if result._data.shape != x._data.shape:
@@ -108,27 +125,49 @@ def apply_inplace(x: Tensor, kernel: Callable[[Tensor], Tensor], other: Tensor |
     pin_saved_output(x)
     np.copyto(x._data, result._data, casting="unsafe")
     x._vbox[0] += 1
-    if recording:
-        _rebind(x, result)
+    if not recording:
+        return x
+    fn = result.grad_fn
+    if base is not None and geometry is not None and fn is not None:
+        _rebase(x, base, fn, geometry)
+    else:
+        _retarget(x, fn, result._requires_grad)
     return x
 
 
-def _rebind(x: Tensor, result: Tensor) -> None:
+def _rebase(x: Tensor, base: Tensor, fn: Node, geometry: ViewGeometry) -> None:
+    """torch's view + in-place rule: the base takes a CopySlices node wrapping ``fn`` (its
+    values changed too) and the view an AsStridedBackward0 node into that base history."""
+    copy = CopySlices(edge(base), fn, geometry)
+    _retarget(base, copy, True)
+    view_node = AsStridedBackward0(((copy, 0),))
+    view_node._geometry = geometry
+    _retarget(x, view_node, True)
+
+
+def _retarget(x: Tensor, node: Node | None, requires_grad: bool) -> None:
+    """Make ``node`` ``x``'s history (output 0); a retain_grad() follows the tensor to it."""
     old, old_nr = x.grad_fn, x._output_nr
-    x.grad_fn = result.grad_fn
+    x.grad_fn = node
     x._output_nr = 0
-    x._requires_grad = result._requires_grad
+    x._requires_grad = requires_grad
     if x.retains_grad and old is not None and old._hooks is not None:
         old._hooks.retains_grad.pop(old_nr, None)
-        if x.grad_fn is not None:
-            x.grad_fn._hook_tables().retains_grad[0] = x
+        if node is not None:
+            node._hook_tables().retains_grad[0] = x
 
 
 def _fast(x: Tensor, other: Any) -> bool:
-    """True when the op can write straight into the array (nothing to record)."""
+    """True when the op can write straight into the array: nothing is recorded, because grad
+    mode is off or neither ``x``, ``other`` nor the base ``x`` is a view of requires grad (as
+    torch, a view of such a base requires grad even when made under no_grad, which
+    _check_allowed then refuses)."""
     if not grad_state.enabled:
         return True
-    return not x._requires_grad and not (isinstance(other, Tensor) and other._requires_grad)
+    if x._requires_grad or (isinstance(other, Tensor) and other._requires_grad):
+        return False
+    base = x._base
+    return base is None or not base._requires_grad or getattr(x, "_plain_view", False)
 
 
 def _operand(other: Any) -> Any:

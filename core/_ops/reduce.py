@@ -9,6 +9,7 @@ import numpy as np
 
 from .._dtype import is_floating
 from ._base import Node, Tensor, edge, needs_grad, record, wrap
+from .unary import sgn
 
 __all__ = [
     "amax",
@@ -256,13 +257,26 @@ class AminBackward0(AmaxBackward0):
     __slots__ = ()
 
 
+def evenly_distribute(g: np.ndarray, x: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """torch's evenly_distribute_backward: ``g`` shared among the entries of ``x`` equal to
+    ``value`` (the NaN entries when ``value`` is NaN), written into zeros, so the other
+    entries get an exact 0 even when ``g`` is NaN or inf."""
+    mask = np.isnan(x) if np.isnan(value) else x == value
+    grad = np.zeros(x.shape, dtype=g.dtype)
+    grad[mask] = g / g.dtype.type(np.count_nonzero(mask))
+    return grad
+
+
 class MaxBackward1(AmaxBackward0):
-    """``x.max()`` over all elements."""
+    """``x.max()`` over all elements: selected, not multiplied by a mask (unlike amax)."""
 
     __slots__ = ()
 
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (evenly_distribute(g, self.x, self.out),)
 
-class MinBackward1(AmaxBackward0):
+
+class MinBackward1(MaxBackward1):
     """``x.min()`` over all elements."""
 
     __slots__ = ()
@@ -416,13 +430,14 @@ class LinalgVectorNormBackward0(Node):
             with np.errstate(divide="ignore", invalid="ignore"):
                 grad = np.where(out == 0, 0, x / out)
         elif p == 1:
-            grad = np.sign(x)
+            grad = sgn(x)
         elif p == np.inf:
-            mask = (np.abs(x) == out).astype(x.dtype)
-            grad = np.sign(x) * mask / mask.sum(axis=self._dims, keepdims=True)
+            # torch: amax(abs(x))'s derivative counting NaN entries as selected too
+            mask = ((np.abs(x) == out) | np.isnan(x)).astype(x.dtype)
+            grad = sgn(x) * mask / mask.sum(axis=self._dims, keepdims=True)
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
-                grad = np.where(out == 0, 0, np.sign(x) * np.abs(x) ** (p - 1) / out ** (p - 1))
+                grad = np.where(out == 0, 0, sgn(x) * np.abs(x) ** (p - 1) / out ** (p - 1))
         return ((g * grad).astype(x.dtype, copy=False),)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ._base import Node, Tensor, edge, needs_grad, record, wrap
-from .reduce import normalize_dims
+from .reduce import evenly_distribute, normalize_dims
 
 __all__ = ["argsort", "median", "sort", "topk"]
 
@@ -108,17 +108,15 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
 
 
 class MedianBackward0(Node):
-    """``median()`` of all entries: the gradient goes to the one entry picked."""
+    """``median()`` of all entries: the gradient is shared among the entries equal to it."""
 
-    __slots__ = ("_flat", "_shape")
+    __slots__ = ("out", "x")
 
-    _flat: int
-    _shape: tuple[int, ...]
+    out: np.ndarray
+    x: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        grad = np.zeros(self._shape, dtype=g.dtype)
-        grad.reshape(-1)[self._flat] = g
-        return (grad,)
+        return (evenly_distribute(g, self.x, self.out),)
 
 
 class MedianBackward1(SortBackward0):
@@ -151,7 +149,8 @@ def median(
         out = np.asarray(d.reshape(-1)[flat])
         if needs_grad(x):
             node = MedianBackward0((edge(x),))
-            node._flat, node._shape = flat, d.shape
+            node.x, node.out = d, out
+            node._save(x)
             return record(out, node)
         return wrap(out)
     axis = _axis(d, dim)

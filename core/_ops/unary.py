@@ -81,7 +81,7 @@ class AbsBackward0(_SavesInput):
     __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return (g * np.sign(self.x),)
+        return (g * sgn(self.x),)
 
 
 class ReciprocalBackward0(_SavesOutput):
@@ -183,6 +183,7 @@ class ClampBackward0(Node):
     """clamp with Tensor bounds: a bound gets the gradient where it is the active one (as torch)."""
 
     __slots__ = ("hi", "lo", "x")
+    _torch_saved_names = {"lo": "min", "hi": "max"}  # noqa: RUF012 - read-only table
 
     # The bounds' arrays, None for a missing bound; backward reads a bound's shape only when
     # its edge exists, which mypy cannot tell from the types.
@@ -342,9 +343,21 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return wrap(out)
 
 
+def sgn(a: np.ndarray) -> np.ndarray:
+    """torch's sign of an array: as numpy's, but 0 (not NaN) for a NaN element.
+
+    The one sign every formula uses (abs, l1_loss and norm backward, ``sign``), so that a NaN
+    input gives the 0 torch gives there rather than NaN.
+    """
+    out = np.asarray(np.sign(a))  # 0-dim: an array, not a numpy scalar copyto cannot fill
+    if out.dtype.kind == "f":
+        np.copyto(out, 0, where=np.isnan(out))
+    return out
+
+
 def sign(x: Tensor) -> Tensor:
-    """Sign of each element; its gradient is zero, so it records no node."""
-    return wrap(np.sign(x._data))
+    """Sign of each element (0 for NaN, as torch); its gradient is zero, so it records no node."""
+    return wrap(sgn(x._data))
 
 
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:

@@ -30,6 +30,7 @@ from .._grad_mode import _state as _grad_state
 from .._tensor import _wrap
 from ..utils._warnings import first_frame_outside_hookgrad
 from . import _hook_calls
+from ._saved import unpack_node
 from .graph import AccumulateGrad, Node
 
 if TYPE_CHECKING:
@@ -329,6 +330,8 @@ def _compute(node: Node, grads: list[np.ndarray | None]) -> Sequence[np.ndarray 
     for tensor, version in node._versions:
         if tensor._vbox[0] != version:
             raise RuntimeError(_modified_message(tensor, version))
+    if node._packed is not None:  # saved-tensor hooks hold its values (autograd._saved)
+        unpack_node(node)
     if node._materialize:  # the node fills in missing gradients itself
         return node.backward_multi(grads)
     if node._n_out == 1:
@@ -369,7 +372,12 @@ def _accumulate(task: _GraphTask, variable: Tensor, grad: np.ndarray | None) -> 
             np.add(data, grad, out=data)
             current._vbox[0] += 1
         else:
-            current._data = data + grad
+            try:
+                current._data = data + grad
+            except ValueError:  # .grad kept its shape while `variable.data =` changed it
+                from .._ops.arith import broadcast_error
+
+                raise broadcast_error(data, grad) from None
     post = variable._post_acc_hooks
     if post:
         _hook_calls.run_post_accumulate_hooks(variable, post)

@@ -16,11 +16,28 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..utils.hooks import HookDict, RemovableHandle, SnapshotHookDict
+from ._saved import (
+    SavedTensor,
+    disable_saved_tensors_hooks,
+    save_on_cpu,
+    saved_tensors_hooks,
+    saved_value,
+    torch_name,
+    torch_saved_name,
+)
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
+    from ._saved import _Packed
 
-__all__ = ["AccumulateGrad", "Node", "register_multi_grad_hook"]
+__all__ = [
+    "AccumulateGrad",
+    "Node",
+    "disable_saved_tensors_hooks",
+    "register_multi_grad_hook",
+    "save_on_cpu",
+    "saved_tensors_hooks",
+]
 
 Edge = tuple["Node", int]
 
@@ -51,7 +68,7 @@ class NodeHooks:
 class Node:
     """One recorded operation: computes input gradients from output gradients."""
 
-    __slots__ = ("__weakref__", "_freed", "_hooks", "_next", "_seq", "_versions")
+    __slots__ = ("__weakref__", "_freed", "_hooks", "_next", "_packed", "_seq", "_versions")
 
     # Number of forward outputs, i.e. gradient slots the engine buffers for this node.
     _n_out: int = 1
@@ -66,6 +83,9 @@ class Node:
     # the engine calls their backward_multi directly, skipping the saved-state checks, and
     # runs a hook-free one as soon as it is ready when nothing outranks it (_engine._drain).
     _plain_identity: ClassVar[bool] = False
+    # Saved slot -> torch's name for it (grad_fn._saved_<name>), where the defaults of
+    # hookgrad.autograd._saved (x/a -> self, b -> other, out -> result) do not fit.
+    _torch_saved_names: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -80,6 +100,8 @@ class Node:
         self._hooks: NodeHooks | None = None
         self._versions: tuple[tuple[Tensor, int], ...] = ()
         self._freed = False
+        # Saved values as saved-tensor hooks packed them (hookgrad.autograd._saved), by slot.
+        self._packed: dict[str, _Packed] | None = None
 
     # -- to be provided by each operation ---------------------------------------------------
     def backward(self, grad: Any) -> tuple[np.ndarray | None, ...]:
@@ -119,6 +141,21 @@ class Node:
         hooks.pre[handle.id] = fn
         return handle
 
+    def __getattr__(self, name: str) -> Any:
+        """``_saved_<name>`` / ``_raw_saved_<name>``: a saved value under torch's name, as a
+        Tensor or as a SavedTensor that takes hooks. Only missing attributes come here."""
+        for prefix, make in (("_raw_saved_", SavedTensor), ("_saved_", saved_value)):
+            if name.startswith(prefix):
+                field = torch_saved_name(self, name[len(prefix) :])
+                if field is not None:
+                    return make(self, field)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __dir__(self) -> list[str]:
+        names = {torch_name(self, f) for f in self._saved_fields}
+        saved = [f"{prefix}{n}" for n in sorted(names) for prefix in ("_raw_saved_", "_saved_")]
+        return [*super().__dir__(), *saved]
+
     def _hook_tables(self) -> NodeHooks:
         if self._hooks is None:
             self._hooks = NodeHooks()
@@ -132,6 +169,7 @@ class Node:
     def _release(self) -> None:
         for field in self._saved_fields:
             setattr(self, field, None)
+        self._packed = None
         self._freed = True
 
     def _view_error_message(self, output_nr: int) -> str:
@@ -160,6 +198,7 @@ class AccumulateGrad(Node):
         self._hooks = None
         self._versions = ()
         self._freed = False
+        self._packed = None
         self.variable = variable
 
     def _release(self) -> None:

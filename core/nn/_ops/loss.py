@@ -15,6 +15,7 @@ import numpy as np
 
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
 from ..._ops.arith import broadcast_error
+from ..._ops.unary import sgn
 
 __all__ = [
     "BinaryCrossEntropyBackward0",
@@ -101,7 +102,7 @@ class L1LossBackward0(_PairwiseBackward):
     __slots__ = ()
 
     def _grad(self, g: np.ndarray) -> np.ndarray:
-        return np.sign(self.diff) * (g * self._scale)
+        return sgn(self.diff) * (g * self._scale)
 
 
 def _difference(input: Tensor, target: Tensor) -> np.ndarray:
