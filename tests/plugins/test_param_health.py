@@ -272,6 +272,63 @@ def test_a_gradient_appearing_restarts_the_unused_run() -> None:
         assert plugin.report().unused == ["layer0.weight"]
 
 
+def test_a_step_without_gradient_breaks_the_dead_and_frozen_runs() -> None:
+    """window 2 at lr 0 with an all-zero gradient: dead and frozen after two steps; one step
+    with no gradient in between, and both start over."""
+    zero = np.zeros((2, 3), np.float32)
+    params = _params(zero)
+    optimizer = hookgrad.optim.SGD(params, lr=0.0)
+    plugin = ParamHealth(ParamHealth.Config(window=2))
+    dead = [DeadUnits(module="layer0", param="layer0.weight", fraction=1.0)]
+    with capture_events(("param_health", plugin)):
+        for grad in (zero, None, zero):
+            params[0][1].grad = None if grad is None else hookgrad.tensor(grad)
+            optimizer.step()
+        assert (plugin.report().dead, plugin.report().frozen) == ([], [])
+        params[0][1].grad = hookgrad.tensor(zero)
+        optimizer.step()
+        assert (plugin.report().dead, plugin.report().frozen) == (dead, ["layer0.weight"])
+
+
+def test_one_healthy_ratio_ends_a_frozen_or_exploding_run() -> None:
+    """lr 0, 0.01, 0, 5, 0 on a weight of norm sqrt(6) with gradient 1 everywhere (window 2):
+    frozen, healthy, frozen, exploding, frozen: never two in a row, nothing listed; then two
+    exploding steps in a row are."""
+    params = _params(np.ones((2, 3), np.float32))
+    optimizer = hookgrad.optim.SGD(params, lr=0.0)
+    plugin = ParamHealth(ParamHealth.Config(window=2))
+    with capture_events(("param_health", plugin)):
+        for lr in (0.0, 0.01, 0.0, 5.0, 0.0, 5.0):
+            optimizer.param_groups[0]["lr"] = lr
+            optimizer.step()
+            assert plugin.report().model_dump() == NOTHING, lr
+        optimizer.step()
+        assert plugin.report().exploding == ["layer0.weight"]
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_a_weight_that_is_not_finite_is_exploding(kind: str) -> None:
+    """A weight holding NaN has a NaN update ratio, which counts as exploding (both ways of
+    measuring the update: read from the norms under plain SGD, compared with a copy under
+    Adam)."""
+    params = _params(np.ones((2, 3), np.float32))
+    with hookgrad.no_grad():
+        params[0][1][0, 0] = float("nan")
+    optimizer = OPTIMIZERS[kind](hookgrad, [p for _, p in params], 0.01)
+    plugin = ParamHealth(ParamHealth.Config(window=1))
+    with capture_events(("param_health", plugin)):
+        optimizer.step()
+        assert plugin.report().exploding == ["param0"]
+
+
+def test_the_module_selection_chooses_the_parameters_watched() -> None:
+    """exclude = ["b"]: the unused head b is not watched, so not reported."""
+    model = _two_heads(hookgrad, use_b=False)
+    optimizer = hookgrad.optim.SGD(model.parameters(), lr=0.05)
+    report, _ = _train(hookgrad, model, optimizer, steps=2, config={"window": 2, "exclude": ["b"]})
+    assert report.model_dump() == NOTHING
+
+
 # ---------------------------------------------------------------------- records
 def test_the_report_is_a_health_report_record_when_the_runtime_stops() -> None:
     """Closing the runtime emits one record: plugin param_health, kind health_report, the
