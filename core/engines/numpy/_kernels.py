@@ -187,16 +187,20 @@ def zero_units(tensors: Sequence[Tensor | None]) -> list[np.ndarray | None]:
     """:meth:`hookgrad.engines.Engine.zero_units`: each tensor viewed as a matrix with one row
     per unit; the matrices of one row width and dtype joined, then one ``any`` per join (a deep
     stack of equal layers costs one reduction, not one per layer)."""
-    rows = [None if t is None else _rows(t._data) for t in tensors]
-    flags: list[np.ndarray | None] = [None] * len(rows)
-    for positions in _same_rows(rows).values():
-        parts = [rows[k] for k in positions]
-        joined = parts[0] if len(parts) == 1 else np.concatenate(parts)  # type: ignore[arg-type]
-        zero = ~joined.any(axis=1)
+    groups: dict[tuple[int, np.dtype[Any]], list[tuple[int, np.ndarray]]] = {}
+    for k, t in enumerate(tensors):
+        if t is not None:
+            matrix = _rows(t._data)
+            groups.setdefault((matrix.shape[1], matrix.dtype), []).append((k, matrix))
+    flags: list[np.ndarray | None] = [None] * len(tensors)
+    for members in groups.values():
+        parts = [matrix for _, matrix in members]
+        joined = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        zero: np.ndarray = ~joined.any(axis=1)  # type: ignore[assignment]
         start = 0
-        for k, part in zip(positions, parts, strict=True):
-            flags[k] = zero[start : start + len(part)]  # type: ignore[arg-type]
-            start += len(part)  # type: ignore[arg-type]
+        for k, matrix in members:
+            flags[k] = zero[start : start + len(matrix)]
+            start += len(matrix)
     return flags
 
 
@@ -207,15 +211,6 @@ def _rows(array: np.ndarray) -> np.ndarray:
     if array.ndim == 0:
         return array.reshape(1, 1)
     return array.reshape(array.shape[0], math.prod(array.shape[1:]))  # -1 fails on 0 rows
-
-
-def _same_rows(rows: Sequence[np.ndarray | None]) -> dict[tuple[int, np.dtype[Any]], list[int]]:
-    """The positions of the matrices in ``rows`` by row width and dtype (None skipped)."""
-    groups: dict[tuple[int, np.dtype[Any]], list[int]] = {}
-    for k, matrix in enumerate(rows):
-        if matrix is not None:
-            groups.setdefault((matrix.shape[1], matrix.dtype), []).append(k)
-    return groups
 
 
 # ------------------------------------------------------------------ finiteness and loss scaling

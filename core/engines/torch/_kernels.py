@@ -440,33 +440,33 @@ def zero_units(tensors: Sequence[torch.Tensor | None]) -> list[np.ndarray | None
     per unit; the matrices of one device, dtype and row width joined, each row's largest
     magnitude compared with 0 (``abs().amax``: on CPU several times faster than ``any``), and
     the flags of a device brought to the host in one transfer."""
-    rows = [None if t is None else _rows(t.detach()) for t in tensors]
-    groups: defaultdict[tuple[torch.device, torch.dtype, int], list[int]] = defaultdict(list)
-    for k, matrix in enumerate(rows):
-        if matrix is not None:
-            groups[matrix.device, matrix.dtype, matrix.shape[1]].append(k)
-    per_device: defaultdict[torch.device, list[tuple[list[int], torch.Tensor]]]
+    groups: defaultdict[tuple[torch.device, torch.dtype, int], list[tuple[int, torch.Tensor]]]
+    groups = defaultdict(list)
+    for k, t in enumerate(tensors):
+        if t is not None:
+            matrix = _rows(t.detach())
+            groups[matrix.device, matrix.dtype, matrix.shape[1]].append((k, matrix))
+    per_device: defaultdict[torch.device, list[tuple[list[tuple[int, torch.Tensor]], torch.Tensor]]]
     per_device = defaultdict(list)
     with torch.no_grad():
-        for (device, dtype, width), positions in groups.items():
-            parts = [rows[k] for k in positions]
-            joined = parts[0] if len(parts) == 1 else torch.cat(parts)  # type: ignore[arg-type]
+        for (device, dtype, width), members in groups.items():
+            parts = [matrix for _, matrix in members]
+            joined = parts[0] if len(parts) == 1 else torch.cat(parts)
             if width == 0:  # no entry: every unit is (vacuously) zero
                 zero = torch.ones(joined.shape[0], dtype=torch.bool, device=device)
             elif dtype.is_floating_point or dtype.is_complex:
                 zero = joined.abs().amax(dim=1).eq(0)  # a NaN row is not zero
             else:  # bool and integers (abs of the least int64 is negative)
                 zero = joined.ne(0).any(dim=1).logical_not_()
-            per_device[device].append((positions, zero))
-    flags: list[np.ndarray | None] = [None] * len(rows)
+            per_device[device].append((members, zero))
+    flags: list[np.ndarray | None] = [None] * len(tensors)
     for found in per_device.values():
-        zero = torch.cat([part for _, part in found]) if len(found) > 1 else found[0][1]
-        host = zero.cpu().numpy()  # the device's one sync
+        joined_flags = torch.cat([zero for _, zero in found]) if len(found) > 1 else found[0][1]
+        host = joined_flags.cpu().numpy()  # the device's one sync
         start = 0
-        for k in (k for positions, _ in found for k in positions):
-            size = rows[k].shape[0]  # type: ignore[union-attr]
-            flags[k] = host[start : start + size]
-            start += size
+        for k, matrix in (member for members, _ in found for member in members):
+            flags[k] = host[start : start + matrix.shape[0]]
+            start += matrix.shape[0]
     return flags
 
 
