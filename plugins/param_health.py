@@ -81,6 +81,22 @@ class HealthReport(BaseModel):
     """Weights whose update-to-weight ratio was above ``exploding_above`` (or not finite) at
     each of the last ``window`` steps."""
 
+    def table(self) -> str:
+        """The report as aligned plain text, one row per finding (kind, parameter, module,
+        dead fraction), for a summary printed at the end of a run."""
+        rows = [("kind", "parameter", "module", "dead")]
+        rows += [("unused", name, name.rpartition(".")[0], "-") for name in self.unused]
+        rows += [("dead", d.param, d.module, f"{d.fraction:.1%}") for d in self.dead]
+        rows += [("frozen", name, name.rpartition(".")[0], "-") for name in self.frozen]
+        rows += [("exploding", name, name.rpartition(".")[0], "-") for name in self.exploding]
+        if len(rows) == 1:
+            return f"{NAME}: every watched parameter is healthy"
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        return "\n".join(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+            for row in rows
+        )
+
 
 class ParamHealth:
     """Find unused parameters, dead units, frozen and exploding parameters."""

@@ -378,6 +378,24 @@ def test_report_models_have_the_issue_fields() -> None:
     assert isinstance(report, HealthReport) and report.model_dump() == NOTHING
 
 
+def test_the_report_as_a_table() -> None:
+    """table(): one aligned row per finding with its kind, parameter, module and dead share;
+    a healthy report says so in one line."""
+    report = HealthReport(
+        unused=["head.bias"],
+        dead=[DeadUnits(module="enc.0", param="enc.0.weight", fraction=0.375)],
+        frozen=[],
+        exploding=["enc.2.weight"],
+    )
+    assert report.table().splitlines() == [
+        "kind       parameter     module  dead",
+        "unused     head.bias     head    -",
+        "dead       enc.0.weight  enc.0   37.5%",
+        "exploding  enc.2.weight  enc.2   -",
+    ]
+    assert HealthReport(**NOTHING).table() == "param_health: every watched parameter is healthy"
+
+
 # ---------------------------------------------------------------------- config
 @pytest.mark.parametrize(
     ("settings", "named"),
