@@ -396,18 +396,37 @@ def test_the_report_as_a_table() -> None:
     assert HealthReport(**NOTHING).table() == "param_health: every watched parameter is healthy"
 
 
+def test_it_reads_the_step_only() -> None:
+    """No module hook: the plugin implements the two step hooks and its lifecycle, nothing
+    else, so module calls keep the engine's fast path."""
+    hooks = {name for name in dir(ParamHealth) if name.startswith("hookgrad_")}
+    assert hooks == {
+        "hookgrad_configure",
+        "hookgrad_optimizer_step_pre",
+        "hookgrad_optimizer_step_post",
+        "hookgrad_unconfigure",
+    }
+
+
 # ---------------------------------------------------------------------- config
-@pytest.mark.parametrize(
-    ("settings", "named"),
-    [
-        ({"window": 0}, "window"),
-        ({"window": 2.5}, "window"),
-        ({"frozen_below": -1.0}, "frozen_below"),
-        ({"exploding_above": 0.0}, "exploding_above"),
-        ({"frozen_below": 0.5, "exploding_above": 0.1}, "frozen_below (0.5) must be below"),
-        ({"windw": 3}, "windw"),
-    ],
-)
+BAD_SETTINGS = [
+    ({"window": 0}, "window"),
+    ({"window": 1_000_001}, "window"),
+    ({"window": 2.5}, "window"),
+    ({"frozen_below": -1.0}, "frozen_below"),
+    ({"exploding_above": 0.0}, "exploding_above"),
+    ({"frozen_below": 0.5, "exploding_above": 0.1}, "frozen_below (0.5) must be below"),
+    ({"windw": 3}, "windw"),
+]
+
+
+def test_the_defaults_are_the_documented_ones() -> None:
+    """window 20, frozen below 1e-7, exploding above 0.1."""
+    config = ParamHealth.Config()
+    assert (config.window, config.frozen_below, config.exploding_above) == (20, 1e-7, 0.1)
+
+
+@pytest.mark.parametrize(("settings", "named"), BAD_SETTINGS)
 def test_a_bad_setting_is_a_config_error_naming_it(settings: dict[str, Any], named: str) -> None:
     """Each bad value, and an unknown key, fails the runtime's config naming it and the plugin."""
     with pytest.raises(ConfigError) as info:
