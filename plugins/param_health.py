@@ -26,6 +26,7 @@ for the ratio. :meth:`ParamHealth.report` says what holds now; the same report i
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Self
@@ -132,7 +133,7 @@ class ParamHealth:
         self._unused: dict[str, int] = {}
         self._frozen: dict[str, int] = {}
         self._exploding: dict[str, int] = {}
-        self._dead: dict[str, np.ndarray] = {}  # weight name -> steps in a row, per unit
+        self._dead = _UnitRuns()  # per unit of each weight, its zero steps in a row
         self._order: dict[str, int] = {}  # name -> position, in the order first seen
         self._before: _Before | None = None  # what step_pre kept for the update ratios
 
@@ -173,7 +174,7 @@ class ParamHealth:
         before, self._before = self._before, None
         if event.skipped:
             return
-        unused, frozen, exploding, dead = self._unused, self._frozen, self._exploding, self._dead
+        unused, frozen, exploding = self._unused, self._frozen, self._exploding
         order = self._order
         weights: dict[str, Any] = {}
         for name, p in event.parameters:
@@ -181,17 +182,18 @@ class ParamHealth:
             grad = p.grad
             if grad is None:
                 unused[name] = unused.get(name, 0) + 1
-                for runs in (frozen, exploding, dead):
-                    runs.pop(name, None)
+                frozen.pop(name, None)  # (its dead runs go with this step's layout)
+                exploding.pop(name, None)
                 continue
             unused.pop(name, None)
             if grad.ndim >= 2:
                 weights[name] = p
         if not weights:
+            self._dead.count((), [])
             return
         grads = [p.grad for p in weights.values()]
         engine = _engine(grads[0])
-        self._count_dead(list(weights), engine.zero_units(grads))
+        self._dead.count(tuple(weights), engine.zero_units(grads))
         if before is not None:
             self._count_ratios(engine, before, weights)
 
@@ -205,7 +207,7 @@ class ParamHealth:
         """What holds now: each parameter whose condition lasted the last ``window`` steps."""
         window = self.config.window
         dead = []
-        for name, runs in self._ordered(self._dead):
+        for name, runs in self._ordered(dict(self._dead.items())):
             count = int(np.count_nonzero(runs >= window))
             if count:
                 module = name.rpartition(".")[0]
@@ -225,16 +227,6 @@ class ParamHealth:
         return [name for name, steps in self._ordered(runs) if steps >= window]
 
     # ------------------------------------------------------------------ counting
-    def _count_dead(self, names: list[str], zero: list[Any]) -> None:
-        """Each unit's run grows where its gradient was all zeros and restarts elsewhere."""
-        dead = self._dead
-        for name, flags in zip(names, zero, strict=True):
-            runs = dead.get(name)
-            if runs is None or runs.shape != flags.shape:
-                runs = dead[name] = np.zeros(flags.shape, np.int64)
-            runs += 1
-            runs *= flags
-
     def _count_ratios(
         self,
         engine: Engine,
@@ -269,6 +261,46 @@ class ParamHealth:
         else:
             frozen.pop(name, None)
             exploding.pop(name, None)
+
+
+class _UnitRuns:
+    """Per unit of each weight, the steps in a row its gradient was all zeros.
+
+    The weights of a step are laid end to end in one array, so a step costs three numpy
+    calls however many weights there are; the layout follows the step's weights (one that
+    had no gradient leaves it, and its runs are gone)."""
+
+    __slots__ = ("names", "runs", "starts")
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] = ()
+        self.starts: list[int] = [0]
+        self.runs = np.zeros(0, np.int64)
+
+    def count(self, names: tuple[str, ...], zero: list[np.ndarray]) -> None:
+        """One step: the runs of the units flagged in ``zero`` grow, the others restart."""
+        flags = zero[0] if len(zero) == 1 else np.concatenate(zero) if zero else self.runs[:0]
+        if names != self.names or len(flags) != len(self.runs):
+            self._lay_out(names, [len(z) for z in zero])
+        self.runs += 1
+        self.runs *= flags
+
+    def items(self) -> list[tuple[str, np.ndarray]]:
+        """(weight name, its units' runs) in the layout's order."""
+        starts = self.starts
+        return [(n, self.runs[a:b]) for n, a, b in zip(self.names, starts, starts[1:])]
+
+    def _lay_out(self, names: tuple[str, ...], sizes: list[int]) -> None:
+        kept = dict(self.items())
+        parts = [
+            runs
+            if (runs := kept.get(name)) is not None and len(runs) == size
+            else np.zeros(size, np.int64)
+            for name, size in zip(names, sizes, strict=True)
+        ]
+        self.names = names
+        self.starts = [0, *itertools.accumulate(sizes)]
+        self.runs = np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -290,6 +290,22 @@ def test_a_step_without_gradient_breaks_the_dead_and_frozen_runs() -> None:
         assert (plugin.report().dead, plugin.report().frozen) == (dead, ["layer0.weight"])
 
 
+def test_dead_runs_survive_another_weight_coming_and_going() -> None:
+    """layer0's gradient is zero at every step while layer1's is there every other step:
+    layer0's units count on through the changing set of weights (window 3)."""
+    zero, ones = np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32)
+    params = _params(zero, ones)
+    optimizer = hookgrad.optim.SGD(params, lr=0.1)
+    plugin = ParamHealth(ParamHealth.Config(window=3))
+    with capture_events(("param_health", plugin)):
+        for step, other in enumerate((ones, None, ones)):
+            params[0][1].grad = hookgrad.tensor(zero)
+            params[1][1].grad = None if other is None else hookgrad.tensor(other)
+            optimizer.step()
+            dead = plugin.report().dead
+            assert [d.param for d in dead] == (["layer0.weight"] if step == 2 else []), step
+
+
 def test_one_healthy_ratio_ends_a_frozen_or_exploding_run() -> None:
     """lr 0, 0.01, 0, 5, 0 on a weight of norm sqrt(6) with gradient 1 everywhere (window 2):
     frozen, healthy, frozen, exploding, frozen: never two in a row, nothing listed; then two
