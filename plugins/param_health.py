@@ -277,7 +277,7 @@ class _UnitRuns:
         self.starts: list[int] = [0]
         self.runs = np.zeros(0, np.int64)
 
-    def count(self, names: tuple[str, ...], zero: list[np.ndarray]) -> None:
+    def count(self, names: tuple[str, ...], zero: list[Any]) -> None:
         """One step: the runs of the units flagged in ``zero`` grow, the others restart."""
         flags = zero[0] if len(zero) == 1 else np.concatenate(zero) if zero else self.runs[:0]
         if names != self.names or len(flags) != len(self.runs):
