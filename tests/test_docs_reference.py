@@ -37,7 +37,15 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 CONFIG_DOC = DOCS / "config.md"
 CONFIG_TEXT = CONFIG_DOC.read_text(encoding="utf-8")
 TOML_BLOCKS = re.findall(r"```toml\n(.*?)```", CONFIG_TEXT, re.S)
-BUILTINS = ("event_log", "grad_clip", "grad_scale", "grad_stats", "nan_guard", "spike_guard")
+BUILTINS = (
+    "event_log",
+    "grad_clip",
+    "grad_scale",
+    "grad_stats",
+    "nan_guard",
+    "param_health",
+    "spike_guard",
+)
 
 
 @pytest.fixture(autouse=True)

@@ -302,6 +302,19 @@ class Engine(Protocol):
         """
         ...
 
+    def zero_units(self, tensors: Sequence[Any | None]) -> list[Any | None]:
+        """For each tensor, a numpy bool array with one flag per *unit*, True where every
+        entry of the unit is exactly 0 (a NaN is not 0); None for None.
+
+        A unit is an index of the first dim (an output row of a Linear's weight, an output
+        channel of a Conv's, an entry of a vector), as :meth:`agc_clip_` counts units; a 0-dim
+        tensor is one unit. One vectorised pass over the entries (the tensors whose units
+        have the same size reduced together, so a stack of equal layers costs one reduction),
+        one host sync for the batch (param_health's dead units: rows of a weight gradient that
+        stay exactly zero).
+        """
+        ...
+
     # -------------------------------------------------------------- finiteness and loss scaling
     def first_nonfinite(self, values: Sequence[Any], skip: Any = None) -> int | None:
         """The index of the first entry of ``values`` holding a NaN or an Inf, or None.

@@ -78,6 +78,7 @@ class NumpyEngine:
     nonfinite_counts = staticmethod(_kernels.count_nonfinite)
     zero_nonfinite_ = staticmethod(_kernels.zero_nonfinite_)
     unscale_ = staticmethod(_kernels.unscale_)
+    zero_units = staticmethod(_kernels.zero_units)
     dtype_name = staticmethod(_kernels.dtype_name)
 
     def running_loss_scaler(self) -> str | None:

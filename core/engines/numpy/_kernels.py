@@ -34,6 +34,7 @@ __all__ = [
     "total_norms",
     "unscale_",
     "zero_nonfinite_",
+    "zero_units",
 ]
 
 
@@ -180,6 +181,36 @@ def _unit_norms(array: np.ndarray) -> np.ndarray:
     rows = array.reshape(array.shape[0], math.prod(array.shape[1:]))  # -1 fails on 0 rows
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
     return norms.reshape(array.shape[0], *(1,) * (array.ndim - 1))
+
+
+def zero_units(tensors: Sequence[Tensor | None]) -> list[np.ndarray | None]:
+    """:meth:`hookgrad.engines.Engine.zero_units`: each tensor viewed as a matrix with one row
+    per unit; the matrices of one row width and dtype joined, then one ``any`` per join (a deep
+    stack of equal layers costs one reduction, not one per layer)."""
+    groups: dict[tuple[int, np.dtype[Any]], list[tuple[int, np.ndarray]]] = {}
+    for k, t in enumerate(tensors):
+        if t is not None:
+            matrix = _rows(t._data)
+            groups.setdefault((matrix.shape[1], matrix.dtype), []).append((k, matrix))
+    flags: list[np.ndarray | None] = [None] * len(tensors)
+    for members in groups.values():
+        parts = [matrix for _, matrix in members]
+        joined = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        zero: np.ndarray = ~joined.any(axis=1)  # type: ignore[assignment]
+        start = 0
+        for k, matrix in members:
+            flags[k] = zero[start : start + len(matrix)]
+            start += len(matrix)
+    return flags
+
+
+def _rows(array: np.ndarray) -> np.ndarray:
+    """``array`` as a matrix with one row per index of its first dim (a 0-dim array: one)."""
+    if array.ndim == 2:
+        return array
+    if array.ndim == 0:
+        return array.reshape(1, 1)
+    return array.reshape(array.shape[0], math.prod(array.shape[1:]))  # -1 fails on 0 rows
 
 
 # ------------------------------------------------------------------ finiteness and loss scaling

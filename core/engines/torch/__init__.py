@@ -62,6 +62,7 @@ class TorchEngine:
     nonfinite_counts = staticmethod(_kernels.nonfinite_counts)
     zero_nonfinite_ = staticmethod(_kernels.zero_nonfinite_)
     unscale_ = staticmethod(_kernels.unscale_)
+    zero_units = staticmethod(_kernels.zero_units)
     dtype_name = staticmethod(_kernels.dtype_name)
 
     def running_loss_scaler(self) -> str | None:
