@@ -9,6 +9,7 @@ import numpy as np
 
 from .._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._tensor import Tensor, _wrap
+from ..utils._warnings import warn_unless_ignored
 from . import functional, graph
 from ._engine import run_backward
 from ._observers import BACKWARD_OBSERVERS, notify_begin, notify_end
@@ -74,6 +75,24 @@ def _non_empty(inputs: Tensor | Sequence[Tensor], caller: str) -> list[Tensor]:
     return listed
 
 
+_CYCLE_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the "
+    "parameter and its gradient which can cause a memory leak. We recommend using "
+    "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+    "make sure to reset the .grad fields of your parameters to None after use to break the "
+    "cycle and avoid the leak."
+)
+# torch gives that warning once per process (TORCH_WARN_ONCE).
+_cycle_warned = False
+
+
+def _warn_cycle_once() -> None:
+    global _cycle_warned
+    if not _cycle_warned:
+        _cycle_warned = True
+        warn_unless_ignored(_CYCLE_WARNING, UserWarning)
+
+
 def _graph_seed(t: Tensor, gradient: Any, index: int) -> Tensor:
     """The seed of a ``create_graph`` backward: a Tensor, the caller's own when it is one
     (its graph carries on into the gradients, as in torch)."""
@@ -111,6 +130,8 @@ def backward(
         input_edges = [_root_edge(t) for t in _non_empty(inputs, "backward")]
     if retain_graph is None:
         retain_graph = create_graph
+    if create_graph:
+        _warn_cycle_once()
     run_backward(
         roots, arrays, retain_graph=retain_graph, inputs=input_edges, create_graph=create_graph
     )
