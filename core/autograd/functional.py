@@ -209,7 +209,7 @@ def vjp(func: Func, inputs: Any, v: Any = None, create_graph: bool = False, stri
             is_outputs_tuple,
             "vjp",
             create_graph,
-            "user-provided function returns a single Tensor with a single element.",
+            "the user-provided function returns a single Tensor with a single element.",
         )
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         found = _autograd_grad(outs, ins, vs, create_graph=create_graph)
