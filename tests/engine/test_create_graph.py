@@ -175,3 +175,26 @@ def test_backward_with_create_graph_warns_once_about_the_cycle(
     assert len(messages) == 1
     assert messages[0].startswith("Using backward() with create_graph=True will create a ref")
     assert caught[0].filename == __file__
+
+
+def test_module_backward_hooks_see_recorded_gradients(lib: Any) -> None:
+    """Module backward pre-hooks and full backward hooks fire under create_graph with
+    gradients that require grad, and a full hook's replacement stays on the graph."""
+    lin = lib.nn.Linear(2, 1)
+    lin.load_state_dict({"weight": lib.tensor([[0.5, -1.0]]), "bias": lib.tensor([0.25])})
+    seen: list[tuple[Any, ...]] = []
+    lin.register_full_backward_pre_hook(lambda m, go: seen.append(("pre", go[0].requires_grad)))
+
+    def full(module: Any, grad_input: Any, grad_output: Any) -> Any:
+        seen.append(("full", grad_input[0].requires_grad, grad_output[0].requires_grad))
+        return (grad_input[0] * 2,)
+
+    lin.register_full_backward_hook(full)
+    x = lib.tensor([[1.0, 2.0]], requires_grad=True)
+    (g,) = lib.autograd.grad((lin(x) ** 2).sum(), x, create_graph=True)
+    assert seen == [("pre", True), ("full", True, True)]
+    assert g.tolist() == [[-2.5, 5.0]]  # 2 (the hook) * 2 out * w, out = -1.25
+    (second,) = lib.autograd.grad(g.sum(), x)
+    # g.sum() = 4 out (w0 + w1) = -2 out, and the full hook fires again in this pass (x2)
+    assert second.tolist() == [[-2.0, 4.0]]
+    assert seen[2:] == [("pre", False), ("full", False, False)]
