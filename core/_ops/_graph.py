@@ -17,6 +17,8 @@ from ._base import AccumulateGrad, Node, Tensor, edge, needs_grad, record, wrap
 
 __all__ = [
     "LinearGradBackward",
+    "SelectGradBackward",
+    "SgnBackward0",
     "expand_back",
     "kept",
     "linear_grad",
@@ -24,6 +26,8 @@ __all__ = [
     "saved_input",
     "saved_output",
     "saved_tensor",
+    "select_grad",
+    "sign_of",
     "sum_to_tensor",
 ]
 
@@ -120,4 +124,78 @@ def linear_grad(
     node = LinearGradBackward((edge(grad),))
     node._adjoint = adjoint
     node._origin = origin.name()
+    return record(value, node)
+
+
+class _ReadsOnlyForMaskBackward(Node):
+    """Base of the gradient nodes that read a saved value only to decide where the incoming
+    gradient passes: their derivative with respect to that value is zero, but (as torch's
+    ``ThresholdBackwardBackward0``, ``SgnBackward0``...) they stay on its graph, so a second
+    gradient through them alone is zeros rather than an error."""
+
+    __slots__ = ("_anchor", "_origin")
+
+    _anchor: Tensor
+    _origin: str
+
+    def name(self) -> str:
+        return self._origin
+
+    def _zeros(self) -> np.ndarray:
+        return np.zeros_like(self._anchor._data)
+
+
+class SelectGradBackward(_ReadsOnlyForMaskBackward):
+    """``where(keep, g, g * other)`` (``other`` 0 selects, so NaN stays out): relu's and
+    leaky_relu's gradient. Edges: the incoming gradient, then the saved value."""
+
+    __slots__ = ("_keep", "_other")
+
+    _keep: np.ndarray
+    _other: float
+
+    def backward(self, grad: Any) -> tuple[np.ndarray | None, ...]:
+        other = grad.dtype.type(0) if self._other == 0 else grad * self._other
+        return (np.where(self._keep, grad, other), self._zeros())
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        grad = only(grads)
+        again = select_grad(self._origin, grad, self._keep, self._other, self._anchor)
+        return (again, wrap(self._zeros()))
+
+
+def select_grad(
+    origin: str, grad: Tensor, keep: np.ndarray, other: float, anchor: Tensor
+) -> Tensor:
+    """``where(keep, grad, grad * other)`` recorded as a node of ``grad`` and ``anchor``,
+    named ``origin`` (torch's name for it)."""
+    from .arith import where
+
+    value = where(keep, grad, 0 if other == 0 else grad * other)
+    if not needs_grad(grad, anchor):
+        return value
+    node = SelectGradBackward((edge(grad), edge(anchor)))
+    node._keep, node._other, node._anchor, node._origin = keep, other, anchor, origin
+    return record(value._data, node)
+
+
+class SgnBackward0(_ReadsOnlyForMaskBackward):
+    """``sign(anchor)``, whose derivative is zero (torch records it all the same)."""
+
+    __slots__ = ()
+
+    def backward(self, grad: Any) -> tuple[np.ndarray | None, ...]:
+        return (self._zeros(),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (wrap(self._zeros()),)
+
+
+def sign_of(anchor: Tensor) -> Tensor:
+    """``sign(anchor)`` on ``anchor``'s graph with a zero derivative, as torch's ``sgn``."""
+    value = np.sign(anchor._data)
+    if not needs_grad(anchor):
+        return wrap(value)
+    node = SgnBackward0((edge(anchor),))
+    node._anchor, node._origin = anchor, "SgnBackward0"
     return record(value, node)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ._base import Node, Tensor, edge, needs_grad, record, wrap
-from ._graph import expand_back, kept, linear_grad, only, saved_input, saved_output
+from ._graph import expand_back, kept, linear_grad, only, saved_input, saved_output, sign_of
 from .arith import where
 
 __all__ = [
@@ -479,7 +479,7 @@ class LinalgVectorNormBackward0(Node):
         out = kept(saved_output(self, self.out), shape, dims)
         zero = _expand_back(self.out, shape, dims, self._keepdim) == 0
         if p == 1:
-            return (g * wrap(np.sign(self.x)),)
+            return (g * sign_of(x),)
         if p == np.inf:
             return super().backward_graph(grads)
         if p == 2:

@@ -10,7 +10,7 @@ import numpy as np
 from .._dtype import float32
 from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
 from ._graph import only as _only
-from ._graph import saved_input, saved_output, sum_to_tensor
+from ._graph import saved_input, saved_output, select_grad, sign_of, sum_to_tensor
 from .arith import where
 
 __all__ = [
@@ -102,7 +102,7 @@ class AbsBackward0(_SavesInput):
         return (g * np.sign(self.x),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        return (_only(grads) * wrap(np.sign(self.x)),)
+        return (_only(grads) * sign_of(saved_input(self, 0, self.x)),)
 
 
 class ReciprocalBackward0(_SavesOutput):
@@ -170,7 +170,9 @@ class ReluBackward0(_SavesOutput):
         return (np.where(self.out <= 0, g.dtype.type(0), g),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        return (where(self.out <= 0, 0, _only(grads)),)
+        keep = np.logical_not(self.out <= 0)  # a NaN output passes the gradient, as backward
+        anchor = saved_output(self, self.out)
+        return (select_grad("ThresholdBackwardBackward0", _only(grads), keep, 0, anchor),)
 
 
 class LeakyReluBackward0(_SavesInput):
@@ -182,8 +184,9 @@ class LeakyReluBackward0(_SavesInput):
         return (np.where(self.x > 0, g, g * self._slope),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        anchor = saved_input(self, 0, self.x)
         g = _only(grads)
-        return (where(self.x > 0, g, g * self._slope),)
+        return (select_grad("LeakyReluBackwardBackward0", g, self.x > 0, self._slope, anchor),)
 
 
 class GeluBackward0(_SavesInput):

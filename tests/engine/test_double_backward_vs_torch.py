@@ -210,3 +210,36 @@ def test_smooth_unary_double_backward_matches_torch(values: np.ndarray, fn: str)
         return getattr(x, fn)()
 
     _check(program, values)
+
+
+def _gradient_of_gradient(lib: Any, fn: Callable[..., Any], array: np.ndarray) -> list[Any]:
+    """Whether the first gradient is on the graph, its grad_fn, then the second gradient."""
+    x = lib.tensor(array, requires_grad=True)
+    (g,) = lib.autograd.grad(fn(lib, x).sum(), x, create_graph=True)
+    if not g.requires_grad:
+        return [False, None, None]
+    (second,) = lib.autograd.grad((g * g).sum(), x)
+    return [True, g.grad_fn.name(), (second + 0).tolist()]  # torch: maybe a lazy zero tensor
+
+
+ZERO_SECOND_DERIVATIVE = {
+    "relu": lambda lib, x: lib.relu(x),
+    "leaky_relu": lambda lib, x: lib.nn.functional.leaky_relu(x, 0.2),
+    "abs": lambda lib, x: x.abs(),
+    "l1_loss": lambda lib, x: lib.nn.functional.l1_loss(x, lib.zeros(3)),
+    "norm_p1": lambda lib, x: x.norm(1),
+    "clamp": lambda lib, x: x.clamp(-1.0, 1.0),
+    "maximum": lambda lib, x: lib.maximum(x, lib.zeros(3)),
+    "where": lambda lib, x: lib.where(x > 0, x, 0.0),
+    "sum": lambda lib, x: x * 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_SECOND_DERIVATIVE))
+def test_piecewise_linear_gradients_stay_on_the_graph_as_torchs(name: str) -> None:
+    """Where torch keeps a piecewise-linear op's gradient on the graph (relu, leaky_relu, abs,
+    l1, the 1-norm: the mask reads a saved value), hookgrad does too, with torch's node name,
+    and the second gradient is zeros; where torch's is a constant, so is hookgrad's."""
+    fn = ZERO_SECOND_DERIVATIVE[name]
+    array = np.array([1.5, -2.0, 0.5], np.float32)
+    assert _gradient_of_gradient(hookgrad, fn, array) == _gradient_of_gradient(torch, fn, array)

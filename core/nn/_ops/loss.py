@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
-from ..._ops._graph import only, saved_tensor, sum_to_tensor
+from ..._ops._graph import only, saved_tensor, sign_of, sum_to_tensor
 from ..._ops.arith import broadcast_error, where
 
 __all__ = [
@@ -120,7 +120,7 @@ class L1LossBackward0(_PairwiseBackward):
         return np.sign(self.diff) * (g * self._scale)
 
     def _graph_grad(self, g: Tensor) -> Tensor:
-        return wrap(np.sign(self.diff)) * (g * self._scale)
+        return sign_of(saved_tensor(self, 0) - saved_tensor(self, 1)) * (g * self._scale)
 
 
 def _difference(input: Tensor, target: Tensor) -> np.ndarray:
