@@ -184,3 +184,7 @@ def test_forward_mode_strategy_is_refused_clearly() -> None:
         hookgrad.autograd.functional.jacobian(
             lambda a: a * 2, hookgrad.ones(2), vectorize=True, strategy="forward-mode"
         )
+    with pytest.raises(NotImplementedError, match="forward-mode AD"):
+        hookgrad.autograd.functional.hessian(
+            lambda a: a.sum(), hookgrad.ones(2), outer_jacobian_strategy="forward-mode"
+        )

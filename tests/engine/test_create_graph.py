@@ -147,16 +147,6 @@ def test_grad_outputs_that_require_grad_stay_in_the_graph(lib: Any) -> None:
     assert dv.tolist() == [2.0, 4.0]
 
 
-def test_op_without_formula_names_itself() -> None:
-    """create_graph through a node with no recorded formula is a RuntimeError naming the node,
-    not a gradient silently cut off from the graph."""
-    x = hookgrad.randn(1, 1, 4, 4, requires_grad=True)
-    w = hookgrad.randn(1, 1, 3, 3, requires_grad=True)
-    out = hookgrad.nn.functional.gelu(hookgrad.nn.functional.conv2d(x, w))
-    with pytest.raises(RuntimeError, match="GeluBackward0 has no double-backward formula"):
-        hookgrad.autograd.grad(out.sum(), x, create_graph=True)
-
-
 def test_backward_with_create_graph_warns_once_about_the_cycle(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -198,3 +188,66 @@ def test_module_backward_hooks_see_recorded_gradients(lib: Any) -> None:
     # g.sum() = 4 out (w0 + w1) = -2 out, and the full hook fires again in this pass (x2)
     assert second.tolist() == [[-2.0, 4.0]]
     assert seen[2:] == [("pre", False), ("full", False, False)]
+
+
+def test_retain_graph_defaults_to_create_graph(lib: Any) -> None:
+    """After grad(create_graph=True) the graph is kept: a second pass over it works."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = (x.exp() * x).sum()
+    lib.autograd.grad(y, x, create_graph=True)
+    (again,) = lib.autograd.grad(y, x)
+    np.testing.assert_allclose(again.numpy(), (np.exp([1.0, 2.0]) * [2.0, 3.0]), rtol=1e-6)
+
+
+def test_node_hooks_see_recorded_gradients(lib: Any) -> None:
+    """grad_fn pre-hooks and hooks fire under create_graph with gradients that require grad."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x
+    seen: list[tuple[str, bool]] = []
+    y.grad_fn.register_prehook(lambda go: seen.append(("pre", go[0].requires_grad)))
+    y.grad_fn.register_hook(lambda gi, go: seen.append(("post", gi[0].requires_grad)))
+    lib.autograd.grad(y.sum(), x, create_graph=True)
+    assert seen == [("pre", False), ("post", True)]  # the seed is a constant
+
+
+def _conv(lib: Any, x: Any) -> Any:
+    return lib.nn.functional.conv2d(x, lib.ones(1, 1, 2, 2))
+
+
+# op -> (program over an input (1, 1, 4, 4), the node named in the error)
+NO_FORMULA: dict[str, tuple[Any, str]] = {
+    "gelu_exact": (lambda lib, x: lib.nn.functional.gelu(x), "GeluBackward0"),
+    "conv2d": (_conv, "ConvolutionBackward0"),
+    "layer_norm": (
+        lambda lib, x: lib.nn.functional.layer_norm(x, (4,)),
+        "NativeLayerNormBackward0",
+    ),
+    "dropout": (lambda lib, x: lib.nn.functional.dropout(x, 0.5), "NativeDropoutBackward0"),
+    "embedding": (
+        lambda lib, x: lib.nn.functional.embedding(lib.tensor([0, 2]), x.reshape(4, 4)),
+        "EmbeddingBackward0",
+    ),
+    "nll_loss": (
+        lambda lib, x: lib.nn.functional.nll_loss(x.reshape(4, 4), lib.tensor([0, 1, 2, 3])),
+        "NllLossBackward0",
+    ),
+    "cumsum": (lambda lib, x: x.cumsum(3), "CumsumBackward0"),
+    "sort": (lambda lib, x: x.sort(3)[0], "SortBackward0"),
+    "gather": (
+        lambda lib, x: x.gather(3, lib.zeros(1, 1, 4, 1, dtype=lib.int64)),
+        "GatherBackward0",
+    ),
+    "prod": (lambda lib, x: x.prod(), "ProdBackward0"),
+    "inf_norm": (lambda lib, x: x.norm(float("inf")), "LinalgVectorNormBackward0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NO_FORMULA))
+def test_ops_without_a_recorded_backward_refuse_by_name(name: str) -> None:
+    """create_graph through an op with no recorded backward raises a RuntimeError naming its
+    node (and the same program without create_graph still works)."""
+    program, node = NO_FORMULA[name]
+    x = hookgrad.randn(1, 1, 4, 4, requires_grad=True)
+    hookgrad.autograd.grad(program(hookgrad, x).sum(), x, retain_graph=True)
+    with pytest.raises(RuntimeError, match=f"^{node} has no double-backward formula in hookgrad"):
+        hookgrad.autograd.grad(program(hookgrad, x).sum(), x, create_graph=True)

@@ -61,6 +61,13 @@ def _cross_entropy(lib: Any, x: Any, t: Any, **kw: Any) -> Any:
     return lib.nn.functional.cross_entropy(x, t, **kw)
 
 
+def _assigned(target: Any, source: Any) -> Any:
+    """``target[1:, :2] = source[:2, 1:3]`` on a copy, through index assignment."""
+    out = target.clone()
+    out[1:, :2] = source[:2, 1:3]
+    return out
+
+
 A, B = _randn(3, 4), _randn(3, 4, seed=1)
 ROW = _randn(4, seed=2)
 P, Q = _positive(3, 4), _positive(3, 4, seed=1)
@@ -83,6 +90,7 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = {
     "rpow": (lambda lib, a: 2.0**a, (A,)),
     "exp": (lambda lib, a: a.exp(), (A,)),
     "log": (lambda lib, a: a.log(), (P,)),
+    "log2_log10": (lambda lib, a: a.log2() * a.log10(), (P,)),
     "sqrt": (lambda lib, a: a.sqrt(), (P,)),
     "tanh": (lambda lib, a: a.tanh(), (A,)),
     "sigmoid": (lambda lib, a: a.sigmoid(), (A,)),
@@ -123,11 +131,13 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = {
     "std": (lambda lib, a: a.std(), (A,)),
     "norm_dim": (lambda lib, a: a.norm(2, dim=1), (A,)),
     "norm": (lambda lib, a: a.norm() * a.sum(), (A,)),
+    "norm_p3": (lambda lib, a: a.norm(3, dim=1), (A,)),
     "norm_p1": (lambda lib, a, b: a.norm(1, dim=0) * (a * b).sum(0), (A, B)),
     "logsumexp": (lambda lib, a: lib.logsumexp(a, dim=1), (A,)),
     "softmax": (lambda lib, a: lib.softmax(a, dim=1), (A,)),
     "log_softmax": (lambda lib, a: lib.log_softmax(a, dim=0), (A,)),
     "amax": (lambda lib, a: lib.amax(a * a, dim=1), (A,)),
+    "amin": (lambda lib, a: lib.amin(a * a, dim=0) * a[0], (A,)),
     "max_all": (lambda lib, a: (a * a).max() * a, (A,)),
     "max_dim": (lambda lib, a: (a * a).max(dim=1)[0], (A,)),
     "min_dim_keepdim": (lambda lib, a: (a * a).min(dim=0, keepdim=True)[0] * a, (A,)),
@@ -141,6 +151,8 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = {
     "advanced_index": (lambda lib, a: (a * a)[[0, 2, 0]] * a[[1, 1, 2]], (A,)),
     "cat": (lambda lib, a, b: lib.cat([a * a, b * a], 0) * lib.cat([b, a], 0), (A, B)),
     "stack": (lambda lib, a, b: lib.stack([a * b, a], 1) * lib.stack([b, b], 1), (A, B)),
+    "flatten_chunk": (lambda lib, a: (a * a).flatten().chunk(3)[1] * a.flatten()[:4], (A,)),
+    "index_assign": (lambda lib, a, b: _assigned(a * a, b * a), (A, B)),
     "split": (lambda lib, a: a.split(2, dim=1)[1] * (a * a).split(2, dim=1)[0], (A,)),
     "unbind": (lambda lib, a: (a * a).unbind(0)[2] * a.unbind(0)[0], (A,)),
     "clone_to": (lambda lib, a: (a * a).clone().to(lib.float64) * 2, (A,)),
@@ -159,6 +171,10 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = {
         lambda lib, a, t: _cross_entropy(
             lib, a, t, weight=lib.tensor(_positive(4)), label_smoothing=0.2
         ),
+        (A, np.array([0, 3, 1])),
+    ),
+    "cross_entropy_ignore_index": (
+        lambda lib, a, t: _cross_entropy(lib, a * a, t, ignore_index=3),
         (A, np.array([0, 3, 1])),
     ),
     "cross_entropy_4d": (
