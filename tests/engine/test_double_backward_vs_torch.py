@@ -61,6 +61,18 @@ def _cross_entropy(lib: Any, x: Any, t: Any, **kw: Any) -> Any:
     return lib.nn.functional.cross_entropy(x, t, **kw)
 
 
+def _dropped(lib: Any, x: Any) -> Any:
+    """Dropout with the same mask on both engines: the mask is drawn by the test."""
+    mask = lib.tensor((np.arange(x.numel()).reshape(tuple(x.shape)) % 3 != 0).astype(np.float32))
+    return x * mask * 1.5 if lib is torch else _hookgrad_dropout(x, mask)
+
+
+def _hookgrad_dropout(x: Any, mask: Any) -> Any:
+    from hookgrad.nn._ops.dropout import _dropout
+
+    return _dropout(x, mask._data * np.float32(1.5))
+
+
 def _assigned(target: Any, source: Any) -> Any:
     """``target[1:, :2] = source[:2, 1:3]`` on a copy, through index assignment."""
     out = target.clone()
@@ -156,6 +168,29 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = {
     "split": (lambda lib, a: a.split(2, dim=1)[1] * (a * a).split(2, dim=1)[0], (A,)),
     "unbind": (lambda lib, a: (a * a).unbind(0)[2] * a.unbind(0)[0], (A,)),
     "clone_to": (lambda lib, a: (a * a).clone().to(lib.float64) * 2, (A,)),
+    "conv2d": (
+        lambda lib, x, w, b: lib.nn.functional.conv2d(x, w, b, padding=1).tanh(),
+        (_randn(2, 2, 5, 5), _randn(3, 2, 3, 3, seed=1), _randn(3, seed=2)),
+    ),
+    "conv2d_stride_dilation_groups": (
+        lambda lib, x, w: lib.nn.functional.conv2d(x, w, stride=2, dilation=2, groups=2) ** 2,
+        (_randn(1, 4, 7, 6), _randn(4, 2, 2, 2, seed=1)),
+    ),
+    "conv2d_unbatched": (
+        lambda lib, x, w: lib.nn.functional.conv2d(x, w).sigmoid(),
+        (_randn(2, 4, 4), _randn(1, 2, 2, 2, seed=1)),
+    ),
+    "dropout": (lambda lib, a: _dropped(lib, a * a), (A,)),
+    "embedding": (
+        lambda lib, w: lib.nn.functional.embedding(lib.tensor([[0, 2], [2, 3]]), w).tanh(),
+        (_randn(4, 3),),
+    ),
+    "embedding_padding_scale": (
+        lambda lib, w: lib.nn.functional.embedding(
+            lib.tensor([0, 2, 2, 1]), w * w, padding_idx=1, scale_grad_by_freq=True
+        ),
+        (_randn(4, 3),),
+    ),
     "mse_loss": (lambda lib, a, b: lib.nn.functional.mse_loss(a * a, b), (A, B)),
     "mse_loss_sum": (
         lambda lib, a, b: lib.nn.functional.mse_loss(a.tanh(), b * b, reduction="sum"),
