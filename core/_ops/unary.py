@@ -207,13 +207,42 @@ class GeluBackward0(_SavesInput):
         return (g * (cdf + x * pdf),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        if self._approximate != "tanh":  # the exact form needs erf, which has no Tensor op
-            return super().backward_graph(grads)
         x = saved_input(self, 0, self.x)
+        if self._approximate != "tanh":
+            return (_only(grads) * (_normal_cdf(x) + x * _normal_pdf(x)),)
         k = math.sqrt(2.0 / math.pi)
         t = tanh(k * (x + 0.044715 * x**3))
         d_inner = k * (1 + 3 * 0.044715 * x * x)
         return (_only(grads) * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
+
+
+def _normal_pdf(x: Tensor) -> Tensor:
+    return (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+
+
+class ErfBackward0(Node):
+    """Of the standard normal CDF ``0.5 * (1 + erf(x / sqrt(2)))`` (exact gelu's recorded
+    backward): its derivative, the density, is made of recorded ops."""
+
+    __slots__ = ("_x",)
+
+    _x: Tensor
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g * _normal_pdf(self._x)._data,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (_only(grads) * _normal_pdf(self._x),)
+
+
+def _normal_cdf(x: Tensor) -> Tensor:
+    """The standard normal CDF of ``x``, recorded."""
+    out = (0.5 * (1 + _erf(x._data / math.sqrt(2.0)))).astype(x._data.dtype, copy=False)
+    if not needs_grad(x):
+        return wrap(out)
+    node = ErfBackward0((edge(x),))
+    node._x = x
+    return record(out, node)
 
 
 def _inside(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:

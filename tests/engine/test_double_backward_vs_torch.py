@@ -109,6 +109,7 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = {
     "sin_cos": (lambda lib, a: a.sin() * a.cos(), (A,)),
     "relu": (lambda lib, a, b: lib.relu(a) * b, (A, B)),
     "leaky_relu": (lambda lib, a, b: lib.nn.functional.leaky_relu(a, 0.2) * b, (A, B)),
+    "gelu": (lambda lib, a: lib.nn.functional.gelu(a), (A,)),
     "gelu_tanh": (lambda lib, a: lib.nn.functional.gelu(a, approximate="tanh"), (A,)),
     "abs": (lambda lib, a, b: a.abs() * b, (A, B)),
     "clamp": (lambda lib, a, b: a.clamp(-0.5, 0.5) * b, (A, B)),
@@ -211,6 +212,14 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = {
     "cross_entropy_ignore_index": (
         lambda lib, a, t: _cross_entropy(lib, a * a, t, ignore_index=3),
         (A, np.array([0, 3, 1])),
+    ),
+    "nll_loss": (
+        lambda lib, a, t: lib.nn.functional.nll_loss(lib.log_softmax(a, dim=1), t, ignore_index=1),
+        (A, np.array([0, 3, 1])),
+    ),
+    "nll_loss_4d_sum": (
+        lambda lib, a, t: lib.nn.functional.nll_loss(a.tanh(), t, reduction="sum"),
+        (_randn(2, 3, 2, 2), np.array([[[0, 1], [2, 2]], [[1, 0], [0, 2]]])),
     ),
     "cross_entropy_4d": (
         lambda lib, a, t: _cross_entropy(lib, a, t),

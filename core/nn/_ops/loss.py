@@ -378,6 +378,16 @@ class NllLossBackward0(Node):
         grad[np.arange(rows), t.index] = -t.per_row_weight * coef
         return (_class_back(grad, self._shape),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        t = self.targets
+        rows = t.index.size
+        coef = _row_coefficients_graph(
+            only(grads), self._reduction, self._denominator, rows, t.valid
+        )
+        picked = np.zeros((rows, self._classes), dtype=t.per_row_weight.dtype)
+        picked[np.arange(rows), t.index] = -t.per_row_weight
+        return (_rows_back(wrap(picked) * coef.unsqueeze(1), self._shape),)
+
 
 def _reduce_rows(
     loss_rows: np.ndarray, reduction: str, denominator: Any, t_shape: tuple[int, ...], dtype: Any
