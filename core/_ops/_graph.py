@@ -171,7 +171,7 @@ def select_grad(
     named ``origin`` (torch's name for it)."""
     from .arith import where
 
-    value = where(keep, grad, 0 if other == 0 else grad * other)
+    value = where(wrap(keep), grad, 0 if other == 0 else grad * other)
     if not needs_grad(grad, anchor):
         return value
     node = SelectGradBackward((edge(grad), edge(anchor)))

@@ -749,8 +749,8 @@ class WhereBackward0(Node):
         g = only(grads)
         ea, eb = self._next
         return (
-            sum_to_tensor(where(self.cond, g, 0), self._sa) if ea is not None else None,
-            sum_to_tensor(where(self.cond, 0, g), self._sb) if eb is not None else None,
+            sum_to_tensor(where(wrap(self.cond), g, 0), self._sa) if ea is not None else None,
+            sum_to_tensor(where(wrap(self.cond), 0, g), self._sb) if eb is not None else None,
         )
 
 

@@ -242,9 +242,9 @@ class MaskedFillBackward0(Node):
         e_self, e_value = self._next
         g_self = g_value = None
         if e_self is not None:
-            g_self = sum_to_tensor(where(self.mask, 0, g), self._shape)
+            g_self = sum_to_tensor(where(wrap(self.mask), 0, g), self._shape)
         if e_value is not None:
-            g_value = where(self.mask, g, 0).sum()
+            g_value = where(wrap(self.mask), g, 0).sum()
         return (g_self, g_value)
 
 

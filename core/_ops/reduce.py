@@ -355,7 +355,7 @@ class MaxBackward0(Node):
         dim, idx = self._dim, self._index
         if not self._keepdim:
             idx = np.expand_dims(idx, dim)
-        full = list(np.indices(idx.shape, sparse=True))
+        full: list[Any] = list(np.indices(idx.shape, sparse=True))
         full[dim] = idx
         index = tuple(full)
         keepdim = self._keepdim
@@ -481,7 +481,7 @@ class LinalgVectorNormBackward0(Node):
         if p == 1:
             return (g * sign_of(x),)
         if p == np.inf:
-            return super().backward_graph(grads)
+            return tuple(super().backward_graph(grads))
         if p == 2:
             return (where(zero, 0, g * x / out),)
         sign = wrap(np.sign(self.x))

@@ -266,7 +266,7 @@ class ClampBackward1(_SavesInput):
         return (np.where(_inside(self.x, self._lo, self._hi), g, g.dtype.type(0)),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        return (where(_inside(self.x, self._lo, self._hi), _only(grads), 0),)
+        return (where(wrap(_inside(self.x, self._lo, self._hi)), _only(grads), 0),)
 
 
 class ClampBackward0(Node):
@@ -301,7 +301,7 @@ class ClampBackward0(Node):
         x, lo, hi = self.x, self.lo, self.hi
         gx = g_lo = g_hi = None
         if e_x is not None:
-            gx = sum_to_tensor(where(_inside(x, lo, hi), g, 0), x.shape)
+            gx = sum_to_tensor(where(wrap(_inside(x, lo, hi)), g, 0), x.shape)
         if e_lo is not None:
             active = x < lo if hi is None else (x < lo) & (lo < hi)
             g_lo = sum_to_tensor(where(active, g, 0), lo.shape)

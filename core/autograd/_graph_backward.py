@@ -62,7 +62,7 @@ def drain_graph(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
                 buffer = buffers[child] = [None] * child._n_out
             if grad is not None:
                 current = buffer[nr]
-                buffer[nr] = grad if current is None else current + grad  # type: ignore[assignment,operator]
+                buffer[nr] = grad if current is None else current + grad  # type: ignore[assignment]
             if deps[child] == 0:
                 counter += 1
                 heapq.heappush(ready, (-child._seq, counter, child))
@@ -103,7 +103,7 @@ def _checked(hook: Callable[..., Any], value: Any, like: Tensor | None) -> Tenso
         _hook_calls.checked_hook_result(name, value, None, None)
     else:
         _hook_calls.checked_hook_result(name, value, like._data.shape, like._data.dtype)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _run_tensor_hooks(hooks: tuple[Callable[..., Any], ...], grad: Tensor | None) -> Any:

@@ -351,7 +351,7 @@ def hessian(  # type: ignore[no-untyped-def]
         is_tuple, outs = _as_tuple(out, "outputs of the user-provided function", "hessian")
         _check_requires_grad(outs, "outputs", strict)
         _single_output(outs, is_tuple, "hessian")
-        return out.squeeze()  # type: ignore[no-any-return]
+        return out.squeeze()
 
     def gradient(*args: Tensor) -> Any:
         jac = jacobian(single_output, args, create_graph=True)

@@ -57,7 +57,7 @@ def conv_input_grad(g: Tensor, w: Tensor, geometry: Geometry) -> Tensor:
 def conv_weight_grad(g: Tensor, x: Tensor, geometry: Geometry, w_shape: tuple[int, ...]) -> Tensor:
     """The gradient of a convolution's weight: ``g`` against the windows of the input ``x``."""
     _, padding, stride, dilation, _, groups = geometry
-    cols, _ = _im2col(x._data, w_shape[2:], padding, stride, dilation, groups)
+    cols, _ = _im2col(x._data, (w_shape[2], w_shape[3]), padding, stride, dilation, groups)
     value = _weight_grad(_grouped(g._data, groups), cols, w_shape)
     if not needs_grad(g, x):
         return wrap(value)

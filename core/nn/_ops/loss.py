@@ -279,7 +279,7 @@ def _row_coefficients_graph(
         return g.reshape(rows)
     coef = (g / float(denominator) if reduction == "mean" else g).expand(rows)
     if reduction == "mean" and denominator == 0:
-        coef = where(valid, coef, 0)
+        coef = where(wrap(valid), coef, 0)
     return coef
 
 
