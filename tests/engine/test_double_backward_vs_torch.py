@@ -181,6 +181,11 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = {
         lambda lib, x, w: lib.nn.functional.conv2d(x, w).sigmoid(),
         (_randn(2, 4, 4), _randn(1, 2, 2, 2, seed=1)),
     ),
+    "layer_norm": (
+        lambda lib, x, w, b: lib.nn.functional.layer_norm(x * x, (2, 3), w, b).tanh(),
+        (_randn(2, 2, 3), _randn(2, 3, seed=1), _randn(2, 3, seed=2)),
+    ),
+    "layer_norm_plain": (lambda lib, x: lib.nn.functional.layer_norm(x, (4,)) * x, (A,)),
     "dropout": (lambda lib, a: _dropped(lib, a * a), (A,)),
     "embedding": (
         lambda lib, w: lib.nn.functional.embedding(lib.tensor([[0, 2], [2, 3]]), w).tanh(),
