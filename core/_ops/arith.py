@@ -12,6 +12,7 @@ import numpy as np
 
 from .._dtype import float32, is_floating
 from ._base import Node, Tensor, edge, needs_grad, not_a_tensor, record, sum_to, wrap
+from ._graph import only, saved_input, saved_output, sum_to_tensor
 
 __all__ = [
     "add",
@@ -112,6 +113,11 @@ def _tensor_operand(value: Any, like: Tensor, op: str) -> Tensor | None:
     raise not_a_tensor(op, "other", value)
 
 
+def _operand(node: Node, index: int, value: Any) -> Any:
+    """A binary node's saved operand for its recorded formula: a number stays a number."""
+    return saved_input(node, index, value) if isinstance(value, np.ndarray) else value
+
+
 class _BinaryBackward(Node):
     """Base of binary nodes: keeps the operand shapes so broadcasting can be undone.
 
@@ -137,6 +143,14 @@ class AddBackward0(_BinaryBackward):
             gb = sum_to(g if self._alpha == 1 else g * self._alpha, self._sb)
         return (sum_to(g, self._sa) if ea is not None else None, gb)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        ea, eb = self._next
+        gb = None
+        if eb is not None:
+            gb = sum_to_tensor(g if self._alpha == 1 else g * self._alpha, self._sb)
+        return (sum_to_tensor(g, self._sa) if ea is not None else None, gb)
+
 
 class SubBackward0(_BinaryBackward):
     __slots__ = ()
@@ -146,6 +160,14 @@ class SubBackward0(_BinaryBackward):
         return (
             sum_to(g, self._sa) if ea is not None else None,
             sum_to(-g, self._sb) if eb is not None else None,
+        )
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        ea, eb = self._next
+        return (
+            sum_to_tensor(g, self._sa) if ea is not None else None,
+            sum_to_tensor(-g, self._sb) if eb is not None else None,
         )
 
 
@@ -163,6 +185,16 @@ class MulBackward0(_BinaryBackward):
             sum_to(g * self.a, self._sb) if eb is not None else None,
         )
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        ea, eb = self._next
+        ga = gb = None
+        if ea is not None:
+            ga = sum_to_tensor(g * _operand(self, 1, self.b), self._sa)
+        if eb is not None:
+            gb = sum_to_tensor(g * saved_input(self, 0, self.a), self._sb)
+        return (ga, gb)
+
 
 class DivBackward0(_BinaryBackward):
     __slots__ = ("a", "b")
@@ -178,6 +210,17 @@ class DivBackward0(_BinaryBackward):
             ga = sum_to(g / self.b, self._sa)
         if eb is not None:
             gb = sum_to(-g * self.a / (self.b * self.b), self._sb)
+        return (ga, gb)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        ea, eb = self._next
+        b = _operand(self, 1, self.b)
+        ga = gb = None
+        if ea is not None:
+            ga = sum_to_tensor(g / b, self._sa)
+        if eb is not None:
+            gb = sum_to_tensor(-g * saved_input(self, 0, self.a) / (b * b), self._sb)
         return (ga, gb)
 
 
@@ -200,6 +243,18 @@ class PowBackward1(_BinaryBackward):
             if eb is not None:
                 d_b = np.where((a == 0) & (b >= 0), 0, self.out * np.log(a))
                 gb = sum_to(g * d_b.astype(g.dtype, copy=False), self._sb)
+        return (ga, gb)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        ea, eb = self._next
+        a, b = saved_input(self, 0, self.a), saved_input(self, 1, self.b)
+        ga = gb = None
+        if ea is not None:
+            ga = sum_to_tensor(g * where(self.b == 0, 0, b * a ** (b - 1)), self._sa)
+        if eb is not None:
+            zero = (self.a == 0) & (self.b >= 0)
+            gb = sum_to_tensor(g * where(zero, 0, saved_output(self, self.out) * a.log()), self._sb)
         return (ga, gb)
 
 
@@ -227,6 +282,17 @@ class _MinMaxBackward(_BinaryBackward):
             sum_to(np.where(pick(a, b), zero, shared), self._sb) if eb is not None else None,
         )
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        ea, eb = self._next
+        a, b = self.a, self.b
+        pick = type(self)._pick
+        shared = where(a == b, g * 0.5, g)
+        return (
+            sum_to_tensor(where(pick(b, a), 0, shared), self._sa) if ea is not None else None,
+            sum_to_tensor(where(pick(a, b), 0, shared), self._sb) if eb is not None else None,
+        )
+
 
 class MaximumBackward0(_MinMaxBackward):
     __slots__ = ()
@@ -248,6 +314,10 @@ class RsubBackward1(Node):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (-g,)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        return (-g,)
+
 
 class PowBackward0(Node):
     """Tensor ** number."""
@@ -264,6 +334,13 @@ class PowBackward0(Node):
         if p == 2:
             return (g * 2 * self.a,)
         return (g * p * np.power(self.a, p - 1),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        p = self._exponent
+        if p == 0:
+            return (g * 0,)
+        return (g * p * saved_input(self, 0, self.a) ** (p - 1),)
 
 
 class PowBackward2(Node):
@@ -284,11 +361,22 @@ class PowBackward2(Node):
             return (g * d_x,)
         return (g * self.out * np.log(base).astype(g.dtype),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        out = saved_output(self, self.out)
+        if self._base == 0:
+            return (g * wrap(np.where(self.out == np.inf, -np.inf, 0).astype(self.out.dtype)),)
+        return (g * out * float(np.log(self._base)),)
+
 
 class NegBackward0(Node):
     __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (-g,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
         return (-g,)
 
 
@@ -548,6 +636,27 @@ class MmBackward0(Node):
             gb = gb.reshape(sb)
         return (ga, gb)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        ea, eb = self._next
+        sa, sb = self._sa, self._sb
+        if len(sa) == 1:
+            g = g.unsqueeze(-2)
+        if len(sb) == 1:
+            g = g.unsqueeze(-1)
+        ga = gb = None
+        if ea is not None:
+            b = saved_input(self, 1, self.b)
+            b = b if len(sb) > 1 else b.unsqueeze(-1)
+            ga = sum_to_tensor(g @ b.transpose(-1, -2), sa if len(sa) > 1 else (1, sa[0]))
+            ga = ga.reshape(sa)
+        if eb is not None:
+            a = saved_input(self, 0, self.a)
+            a = a if len(sa) > 1 else a.unsqueeze(0)
+            gb = sum_to_tensor(a.transpose(-1, -2) @ g, sb if len(sb) > 1 else (sb[0], 1))
+            gb = gb.reshape(sb)
+        return (ga, gb)
+
 
 class DotBackward0(MmBackward0):
     """1-D @ 1-D: the output is 0-d, so each operand's gradient is the other one scaled."""
@@ -557,6 +666,14 @@ class DotBackward0(MmBackward0):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ea, eb = self._next
         return (g * self.b if ea is not None else None, g * self.a if eb is not None else None)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        ea, eb = self._next
+        return (
+            g * saved_input(self, 1, self.b) if ea is not None else None,
+            g * saved_input(self, 0, self.a) if eb is not None else None,
+        )
 
 
 class MvBackward0(MmBackward0):
@@ -642,6 +759,14 @@ class WhereBackward0(Node):
         return (
             sum_to(np.where(self.cond, g, zero), self._sa) if ea is not None else None,
             sum_to(np.where(self.cond, zero, g), self._sb) if eb is not None else None,
+        )
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        ea, eb = self._next
+        return (
+            sum_to_tensor(where(wrap(self.cond), g, 0), self._sa) if ea is not None else None,
+            sum_to_tensor(where(wrap(self.cond), 0, g), self._sb) if eb is not None else None,
         )
 
 

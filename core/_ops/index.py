@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 
 from ._base import Node, Tensor, edge, grad_state, needs_grad, record, sum_to, wrap
+from ._graph import linear_grad, only, sum_to_tensor
+from .arith import where
 
 __all__ = [
     "gather",
@@ -62,6 +64,11 @@ class SliceBackward0(Node):
         grad = np.zeros(self._shape, dtype=g.dtype)
         grad[self._index] = g
         return (grad,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        index = self._index
+        return (linear_grad(self, g, self.backward(g._data)[0], lambda gg: gg[index]),)  # type: ignore[arg-type]
 
 
 class SelectBackward0(SliceBackward0):
@@ -159,6 +166,16 @@ class IndexPutBackward0(Node):
             grad_value = sum_to(np.asarray(g[self._index]), self._value_shape)
         return (grad_self, grad_value)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        e_self, e_value = self._next
+        grad_self = grad_value = None
+        if e_self is not None:
+            grad_self = index_put(g, self._index, 0)
+        if e_value is not None:
+            grad_value = sum_to_tensor(g[self._index], self._value_shape)
+        return (grad_self, grad_value)
+
 
 def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
     """Out-of-place ``x[index] = value``: the kernel behind ``__setitem__``."""
@@ -218,6 +235,16 @@ class MaskedFillBackward0(Node):
             g_self = sum_to(np.where(self.mask, zero, g), self._shape)
         if e_value is not None:
             g_value = np.asarray(np.where(self.mask, g, zero).sum(), dtype=g.dtype)
+        return (g_self, g_value)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        e_self, e_value = self._next
+        g_self = g_value = None
+        if e_self is not None:
+            g_self = sum_to_tensor(where(wrap(self.mask), 0, g), self._shape)
+        if e_value is not None:
+            g_value = where(wrap(self.mask), g, 0).sum()
         return (g_self, g_value)
 
 

@@ -9,6 +9,8 @@ import numpy as np
 
 from .._dtype import is_floating
 from ._base import Node, Tensor, edge, needs_grad, record, wrap
+from ._graph import expand_back, kept, linear_grad, only, saved_input, saved_output, sign_of
+from .arith import where
 from .unary import sgn
 
 __all__ = [
@@ -76,6 +78,9 @@ class SumBackward1(Node):
         g = _expand_back(g, self._shape, self._dims, self._keepdim)
         return (np.broadcast_to(g, self._shape),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (expand_back(only(grads), self._shape, self._dims),)
+
 
 class SumBackward0(SumBackward1):
     """``x.sum()`` with no dim (torch's separate overload)."""
@@ -91,6 +96,9 @@ class MeanBackward1(SumBackward1):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         g = _expand_back(g, self._shape, self._dims, self._keepdim)
         return (np.broadcast_to(g / self._count, self._shape),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (expand_back(only(grads) / self._count, self._shape, self._dims),)
 
 
 class MeanBackward0(MeanBackward1):
@@ -165,6 +173,12 @@ class VarBackward0(Node):
         with np.errstate(divide="ignore", invalid="ignore"):
             return (g * 2 * (self.x - self.mean) / self._denom,)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        x = saved_input(self, 0, self.x)
+        g = expand_back(only(grads), self.x.shape, self._dims)
+        mean = x.mean(dim=self._dims, keepdim=True) if self.x.ndim else x
+        return (g * 2 * (x - mean) / self._denom,)
+
 
 class StdBackward0(VarBackward0):
     """d std = d var / (2 std), zero where std is 0 (as torch)."""
@@ -181,6 +195,15 @@ class StdBackward0(VarBackward0):
             scale = np.where(out == 0, 0, g / out)
             grad = scale * (self.x - self.mean) / self._denom
         return (grad.astype(self.x.dtype, copy=False),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        x = saved_input(self, 0, self.x)
+        shape, dims = self.x.shape, self._dims
+        out = saved_output(self, self.out)
+        zero = _expand_back(self.out, shape, dims, self._keepdim) == 0
+        scale = where(zero, 0, expand_back(only(grads), shape, dims) / kept(out, shape, dims))
+        mean = x.mean(dim=dims, keepdim=True) if self.x.ndim else x
+        return (scale * (x - mean) / self._denom,)
 
 
 def _variance(
@@ -251,6 +274,13 @@ class AmaxBackward0(Node):
         mask = (self.x == out).astype(g.dtype)
         count = mask.sum(axis=self._dims, keepdims=True)
         return (g * mask / count,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        shape = self.x.shape
+        out = _expand_back(self.out, shape, self._dims, self._keepdim)
+        mask = (self.x == out).astype(self.x.dtype)
+        share = mask / mask.sum(axis=self._dims, keepdims=True)
+        return (expand_back(only(grads), shape, self._dims) * wrap(share),)
 
 
 class AminBackward0(AmaxBackward0):
@@ -332,6 +362,24 @@ class MaxBackward0(Node):
         grad = np.zeros(self._shape, dtype=g.dtype)
         np.put_along_axis(grad, idx, g, axis=self._dim)
         return (grad,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        if self._dim is None:
+            return (g,)
+        dim, idx = self._dim, self._index
+        if not self._keepdim:
+            idx = np.expand_dims(idx, dim)
+        full: list[Any] = list(np.indices(idx.shape, sparse=True))
+        full[dim] = idx
+        index = tuple(full)
+        keepdim = self._keepdim
+
+        def pick(gg: Tensor) -> Tensor:
+            picked = gg[index]
+            return picked if keepdim else picked.squeeze(dim)
+
+        return (linear_grad(self, g, self.backward(g._data)[0], pick),)  # type: ignore[arg-type]
 
 
 class MinBackward0(MaxBackward0):
@@ -440,6 +488,21 @@ class LinalgVectorNormBackward0(Node):
                 grad = np.where(out == 0, 0, sgn(x) * np.abs(x) ** (p - 1) / out ** (p - 1))
         return ((g * grad).astype(x.dtype, copy=False),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        shape, dims, p = self.x.shape, self._dims, self._p
+        x = saved_input(self, 0, self.x)
+        g = expand_back(only(grads), shape, dims)
+        out = kept(saved_output(self, self.out), shape, dims)
+        zero = _expand_back(self.out, shape, dims, self._keepdim) == 0
+        if p == 1:
+            return (g * sign_of(x),)
+        if p == np.inf:
+            return tuple(super().backward_graph(grads))
+        if p == 2:
+            return (where(zero, 0, g * x / out),)
+        sign = wrap(np.sign(self.x))
+        return (where(zero, 0, g * sign * x.abs() ** (p - 1) / out ** (p - 1)),)
+
 
 def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
     """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
@@ -532,6 +595,12 @@ class LogsumexpBackward0(Node):
         g = _expand_back(g, self.x.shape, self._dims, self._keepdim)
         return (g * np.exp(self.x - out),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        shape, dims = self.x.shape, self._dims
+        x = saved_input(self, 0, self.x)
+        out = kept(saved_output(self, self.out), shape, dims)
+        return (expand_back(only(grads), shape, dims) * (x - out).exp(),)
+
 
 def logsumexp(x: Tensor, dim: Any, keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` along ``dim``, computed stably."""
@@ -562,6 +631,11 @@ class SoftmaxBackward0(Node):
         y = self.out
         return (y * (g - np.sum(g * y, axis=self._dim, keepdims=True)),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        y = saved_output(self, self.out)
+        return (y * (g - (g * y).sum(dim=self._dim, keepdim=True)),)
+
 
 class LogSoftmaxBackward0(Node):
     __slots__ = ("_dim", "out")
@@ -571,6 +645,11 @@ class LogSoftmaxBackward0(Node):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g - np.exp(self.out) * np.sum(g, axis=self._dim, keepdims=True),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        out = saved_output(self, self.out)
+        return (g - out.exp() * g.sum(dim=self._dim, keepdim=True),)
 
 
 def _shifted(d: np.ndarray, axis: int) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._dtype import is_floating, resolve_dtype
 from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
+from ._graph import only, sum_to_tensor
 from .reduce import normalize_dims
 
 __all__ = [
@@ -53,6 +54,9 @@ class ViewBackward0(Node):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g.reshape(self._shape),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (only(grads).reshape(self._shape),)
 
 
 class UnsafeViewBackward0(ViewBackward0):
@@ -172,6 +176,9 @@ class PermuteBackward0(Node):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (np.transpose(g, self._inverse),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (only(grads).permute(self._inverse),)
+
 
 class TransposeBackward0(PermuteBackward0):
     __slots__ = ()
@@ -241,6 +248,9 @@ class ExpandBackward0(Node):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (sum_to(g, self._shape),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (sum_to_tensor(only(grads), self._shape),)
+
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
     d = x._data
@@ -286,6 +296,16 @@ class SplitBackward0(Node):
         ]
         return (np.concatenate(parts, axis=self._axis),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (cat(self._graph_parts(grads), self._axis),)
+
+    def _graph_parts(self, grads: list[Tensor | None]) -> list[Tensor]:
+        """The pieces' gradients, zeros for those that got none."""
+        return [
+            g if g is not None else wrap(np.zeros(shape, dtype=self._dtype))
+            for g, shape in zip(grads, self._shapes)
+        ]
+
 
 class SplitWithSizesBackward0(SplitBackward0):
     """split with a list of sizes."""
@@ -304,6 +324,9 @@ class UnbindBackward0(SplitBackward0):
             for g, shape in zip(grads, self._shapes)
         ]
         return (np.stack(parts, axis=self._axis),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (stack(self._graph_parts(grads), self._axis),)
 
 
 def _pieces(
@@ -379,6 +402,15 @@ class CatBackward0(Node):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return tuple(np.split(g, self._bounds, axis=self._axis))
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        lead = (slice(None),) * self._axis
+        bounds = [0, *self._bounds, g._data.shape[self._axis]]
+        return tuple(
+            g[(*lead, slice(lo, hi))] if e is not None else None
+            for e, lo, hi in zip(self._next, bounds, bounds[1:])
+        )
+
 
 def _cat_error(arrays: list[np.ndarray], axis: int) -> RuntimeError:
     first = arrays[0]
@@ -427,6 +459,11 @@ class StackBackward0(Node):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return tuple(np.moveaxis(g, self._axis, 0))
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        lead = (slice(None),) * self._axis
+        return tuple(g[(*lead, i)] if e is not None else None for i, e in enumerate(self._next))
+
 
 def stack(tensors: Any, dim: int = 0) -> Tensor:
     """Join along a new dim; every tensor must have the same shape."""
@@ -455,6 +492,9 @@ class CloneBackward0(Node):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g,)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (only(grads),)
+
 
 def clone(x: Tensor) -> Tensor:
     out = x._data.copy()
@@ -470,6 +510,9 @@ class ToCopyBackward0(Node):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g.astype(self._dtype),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (only(grads).to(self._dtype),)
 
 
 def to(x: Tensor, *args: Any, dtype: Any = None, copy: bool = False, **kwargs: Any) -> Tensor:

@@ -9,6 +9,9 @@ import numpy as np
 
 from .._dtype import float32
 from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
+from ._graph import only as _only
+from ._graph import saved_input, saved_output, select_grad, sign_of, sum_to_tensor
+from .arith import where
 
 __all__ = [
     "abs",
@@ -48,12 +51,18 @@ class ExpBackward0(_SavesOutput):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g * self.out,)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (_only(grads) * saved_output(self, self.out),)
+
 
 class LogBackward0(_SavesInput):
     __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g / self.x,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (_only(grads) / saved_input(self, 0, self.x),)
 
 
 class Log10Backward0(_SavesInput):
@@ -62,12 +71,18 @@ class Log10Backward0(_SavesInput):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g / (self.x * self.x.dtype.type(math.log(10))),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (_only(grads) / (saved_input(self, 0, self.x) * math.log(10)),)
+
 
 class Log2Backward0(_SavesInput):
     __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g / (self.x * self.x.dtype.type(math.log(2))),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (_only(grads) / (saved_input(self, 0, self.x) * math.log(2)),)
 
 
 class SqrtBackward0(_SavesOutput):
@@ -76,12 +91,18 @@ class SqrtBackward0(_SavesOutput):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g / (2 * self.out),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (_only(grads) / (2 * saved_output(self, self.out)),)
+
 
 class AbsBackward0(_SavesInput):
     __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g * sgn(self.x),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (_only(grads) * sign_of(saved_input(self, 0, self.x)),)
 
 
 class ReciprocalBackward0(_SavesOutput):
@@ -91,6 +112,10 @@ class ReciprocalBackward0(_SavesOutput):
         out = self.out
         return (-g * out * out,)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        out = saved_output(self, self.out)
+        return (-_only(grads) * out * out,)
+
 
 class SinBackward0(_SavesInput):
     __slots__ = ()
@@ -98,12 +123,18 @@ class SinBackward0(_SavesInput):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g * np.cos(self.x),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (_only(grads) * cos(saved_input(self, 0, self.x)),)
+
 
 class CosBackward0(_SavesInput):
     __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (-g * np.sin(self.x),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (-_only(grads) * sin(saved_input(self, 0, self.x)),)
 
 
 class TanhBackward0(_SavesOutput):
@@ -113,6 +144,10 @@ class TanhBackward0(_SavesOutput):
         out = self.out
         return (g * (1 - out * out),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        out = saved_output(self, self.out)
+        return (_only(grads) * (1 - out * out),)
+
 
 class SigmoidBackward0(_SavesOutput):
     __slots__ = ()
@@ -120,6 +155,10 @@ class SigmoidBackward0(_SavesOutput):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         out = self.out
         return (g * out * (1 - out),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        out = saved_output(self, self.out)
+        return (_only(grads) * out * (1 - out),)
 
 
 class ReluBackward0(_SavesOutput):
@@ -130,6 +169,11 @@ class ReluBackward0(_SavesOutput):
         # gradient is dropped where the unit is off) and passed where out is NaN
         return (np.where(self.out <= 0, g.dtype.type(0), g),)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        keep = np.logical_not(self.out <= 0)  # a NaN output passes the gradient, as backward
+        anchor = saved_output(self, self.out)
+        return (select_grad("ThresholdBackwardBackward0", _only(grads), keep, 0, anchor),)
+
 
 class LeakyReluBackward0(_SavesInput):
     __slots__ = ("_slope",)
@@ -138,6 +182,11 @@ class LeakyReluBackward0(_SavesInput):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (np.where(self.x > 0, g, g * self._slope),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        anchor = saved_input(self, 0, self.x)
+        g = _only(grads)
+        return (select_grad("LeakyReluBackwardBackward0", g, self.x > 0, self._slope, anchor),)
 
 
 class GeluBackward0(_SavesInput):
@@ -156,6 +205,44 @@ class GeluBackward0(_SavesInput):
         cdf = 0.5 * (1 + _erf(x / math.sqrt(2.0)))
         pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
         return (g * (cdf + x * pdf),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        x = saved_input(self, 0, self.x)
+        if self._approximate != "tanh":
+            return (_only(grads) * (_normal_cdf(x) + x * _normal_pdf(x)),)
+        k = math.sqrt(2.0 / math.pi)
+        t = tanh(k * (x + 0.044715 * x**3))
+        d_inner = k * (1 + 3 * 0.044715 * x * x)
+        return (_only(grads) * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
+
+
+def _normal_pdf(x: Tensor) -> Tensor:
+    return (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+
+
+class ErfBackward0(Node):
+    """Of the standard normal CDF ``0.5 * (1 + erf(x / sqrt(2)))`` (exact gelu's recorded
+    backward): its derivative, the density, is made of recorded ops."""
+
+    __slots__ = ("_x",)
+
+    _x: Tensor
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (g * _normal_pdf(self._x)._data,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (_only(grads) * _normal_pdf(self._x),)
+
+
+def _normal_cdf(x: Tensor) -> Tensor:
+    """The standard normal CDF of ``x``, recorded."""
+    out = (0.5 * (1 + _erf(x._data / math.sqrt(2.0)))).astype(x._data.dtype, copy=False)
+    if not needs_grad(x):
+        return wrap(out)
+    node = ErfBackward0((edge(x),))
+    node._x = x
+    return record(out, node)
 
 
 def _inside(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
@@ -177,6 +264,9 @@ class ClampBackward1(_SavesInput):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (np.where(_inside(self.x, self._lo, self._hi), g, g.dtype.type(0)),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (where(wrap(_inside(self.x, self._lo, self._hi)), _only(grads), 0),)
 
 
 class ClampBackward0(Node):
@@ -204,6 +294,21 @@ class ClampBackward0(Node):
         if e_hi is not None:
             active = x > hi if lo is None else (x > hi) | (hi < lo)
             g_hi = sum_to(np.where(active, g, zero), hi.shape)
+        return (gx, g_lo, g_hi)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = _only(grads)
+        e_x, e_lo, e_hi = self._next
+        x, lo, hi = self.x, self.lo, self.hi
+        gx = g_lo = g_hi = None
+        if e_x is not None:
+            gx = sum_to_tensor(where(wrap(_inside(x, lo, hi)), g, 0), x.shape)
+        if e_lo is not None:
+            active = x < lo if hi is None else (x < lo) & (lo < hi)
+            g_lo = sum_to_tensor(where(active, g, 0), lo.shape)
+        if e_hi is not None:
+            active = x > hi if lo is None else (x > hi) | (hi < lo)
+            g_hi = sum_to_tensor(where(active, g, 0), hi.shape)
         return (gx, g_lo, g_hi)
 
 

@@ -9,7 +9,8 @@ import numpy as np
 
 from .._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._tensor import Tensor, _wrap
-from . import graph
+from ..utils._warnings import warn_unless_ignored
+from . import functional, graph
 from ._engine import run_backward
 from ._observers import BACKWARD_OBSERVERS, notify_begin, notify_end
 from .function import Function, FunctionCtx
@@ -22,6 +23,7 @@ __all__ = [
     "Variable",
     "backward",
     "enable_grad",
+    "functional",
     "grad",
     "gradcheck",
     "graph",
@@ -75,12 +77,34 @@ def _non_empty(inputs: Tensor | Sequence[Tensor], caller: str) -> list[Tensor]:
     return listed
 
 
-def _check_create_graph(create_graph: bool) -> None:
-    if create_graph:
-        raise NotImplementedError(
-            "create_graph=True (higher-order gradients) is not supported by hookgrad: backward "
-            "formulas run on numpy arrays and are not themselves recorded"
-        )
+_CYCLE_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the "
+    "parameter and its gradient which can cause a memory leak. We recommend using "
+    "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+    "make sure to reset the .grad fields of your parameters to None after use to break the "
+    "cycle and avoid the leak."
+)
+# torch gives that warning once per process (TORCH_WARN_ONCE).
+_cycle_warned = False
+
+
+def _warn_cycle_once() -> None:
+    global _cycle_warned
+    if not _cycle_warned:
+        _cycle_warned = True
+        warn_unless_ignored(_CYCLE_WARNING, UserWarning)
+
+
+def _graph_seed(t: Tensor, gradient: Any, index: int) -> Tensor:
+    """The seed of a ``create_graph`` backward: a Tensor, the caller's own when it is one
+    (its graph carries on into the gradients, as in torch)."""
+    seed = _seed(t, gradient, index)  # checks the shape
+    return gradient if isinstance(gradient, Tensor) else _wrap(seed)
+
+
+def _seeds(outputs: list[Tensor], seeds: list[Any], create_graph: bool) -> list[Any]:
+    make = _graph_seed if create_graph else _seed
+    return [make(t, g, i) for i, (t, g) in enumerate(zip(outputs, seeds))]
 
 
 def backward(
@@ -96,18 +120,23 @@ def backward(
     ``hookgrad_backward_begin`` / ``hookgrad_backward_end``) are told before the walk, after
     the roots were checked, and may replace the seeds; and after the walk if it did not raise.
     """
-    _check_create_graph(create_graph)
     outputs = _as_list(tensors)
     seeds = _as_list(grad_tensors) or [None] * len(outputs)
     roots = [_root_edge(t) for t in outputs]
     observed = bool(BACKWARD_OBSERVERS)
     if observed:
         seeds = notify_begin(outputs, seeds)
-    arrays = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outputs, seeds))]
+    arrays = _seeds(outputs, seeds, create_graph)
     input_edges = None
     if inputs is not None:
         input_edges = [_root_edge(t) for t in _non_empty(inputs, "backward")]
-    run_backward(roots, arrays, retain_graph=bool(retain_graph), inputs=input_edges)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph:
+        _warn_cycle_once()
+    run_backward(
+        roots, arrays, retain_graph=retain_graph, inputs=input_edges, create_graph=create_graph
+    )
     if observed:
         notify_end(outputs)
 
@@ -126,20 +155,26 @@ def grad(
     Backward observers (``hookgrad_backward_begin`` / ``_end``) are not notified: nothing is
     accumulated.
     """
-    _check_create_graph(create_graph)
     outs = _as_list(outputs)
     ins = _non_empty(inputs, "grad")
     seeds = _as_list(grad_outputs) or [None] * len(outs)
     roots = [_root_edge(t) for t in outs]
-    arrays = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outs, seeds))]
+    arrays = _seeds(outs, seeds, create_graph)
     for i, t in enumerate(ins):
         if not t._requires_grad:
             raise RuntimeError(
                 f"One of the differentiated Tensors (input {i}) does not require grad"
             )
     edges = [_root_edge(t) for t in ins]
+    if retain_graph is None:
+        retain_graph = create_graph
     found = run_backward(
-        roots, arrays, retain_graph=bool(retain_graph), inputs=edges, accumulate=False
+        roots,
+        arrays,
+        retain_graph=retain_graph,
+        inputs=edges,
+        accumulate=False,
+        create_graph=create_graph,
     )
     results: list[Tensor | None] = []
     for i, (t, g) in enumerate(zip(ins, found)):
@@ -151,5 +186,8 @@ def grad(
                     f"The differentiated Tensor at index {i} appears to not have been used in the "
                     "graph. Set allow_unused=True if this is the desired behavior."
                 )
-        results.append(None if g is None else _wrap(np.array(g, copy=True)))
+        if g is None or isinstance(g, Tensor):  # create_graph: the recorded gradient itself
+            results.append(g)
+        else:
+            results.append(_wrap(np.array(g, copy=True)))
     return tuple(results)

@@ -30,6 +30,7 @@ from .._grad_mode import _state as _grad_state
 from .._tensor import _wrap
 from ..utils._warnings import first_frame_outside_hookgrad
 from . import _hook_calls
+from ._graph_backward import drain_graph
 from ._saved import unpack_node
 from .graph import AccumulateGrad, Node
 
@@ -119,12 +120,14 @@ def run_backward(
     retain_graph: bool,
     inputs: Sequence[Edge] | None = None,
     accumulate: bool = True,
+    create_graph: bool = False,
 ) -> list[np.ndarray | None]:
     """Propagate ``seeds`` from the ``roots`` edges back through the graph.
 
     With ``inputs``, only the part of the graph leading to those edges runs. When
     ``accumulate`` is False (``autograd.grad``) the gradients reaching ``inputs`` are returned
-    instead of being accumulated into ``.grad``.
+    instead of being accumulated into ``.grad``. With ``create_graph`` the seeds and the
+    gradients are Tensors and the backward formulas record (``_graph_backward``).
     """
     task = _GraphTask(retain_graph)
     _count_dependencies(task, roots)
@@ -134,13 +137,17 @@ def run_backward(
             task.captures = dict.fromkeys(inputs)
     ready: list[tuple[int, int, Node]] = []
     previous_mode = _grad_state.enabled
-    _grad_state.enabled = False  # hooks and formulas run without recording (T-16)
+    # Hooks and formulas run without recording (T-16), unless asked to (create_graph).
+    _grad_state.enabled = create_graph
     _running.stack.append(task)
     try:
         # Non-finite gradients are data here, not an error: torch stays silent, so does numpy.
         with np.errstate(all="ignore"):
             _seed_roots(task, ready, roots, seeds)
-            _drain(task, ready)
+            if create_graph:
+                drain_graph(task, ready)
+            else:
+                _drain(task, ready)
     finally:
         _running.stack.pop()
         _grad_state.enabled = previous_mode

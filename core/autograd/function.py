@@ -14,6 +14,7 @@ import numpy as np
 
 from .._grad_mode import _state as grad_state
 from .._ops._base import sum_to
+from .._ops._graph import sum_to_tensor
 from .._tensor import Tensor, _TensorHooks, _wrap
 from .graph import Node
 
@@ -74,13 +75,38 @@ class FunctionBackward(Node):
     _function_class: ClassVar[type[Function]]
 
     def backward_multi(self, grads: list[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
-        ctx = self.ctx
         if self._materialize:
             grads = [
                 np.zeros(shape, dtype=dtype) if g is None else g
                 for g, (shape, dtype) in zip(grads, self._out_meta)
             ]
-        results = self._function.backward(ctx, *(None if g is None else _wrap(g) for g in grads))
+        results = self._user_backward([None if g is None else _wrap(g) for g in grads])
+        return tuple(
+            _grad_array(self, i, r, meta) for i, (r, meta) in enumerate(zip(results, self._in_meta))
+        )
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        """``create_graph=True``: the user's backward runs with grad mode on, as in torch, so
+        the gradients it computes with hookgrad ops are recorded."""
+        if self._materialize:
+            grads = [
+                _wrap(np.zeros(shape, dtype=dtype)) if g is None else g
+                for g, (shape, dtype) in zip(grads, self._out_meta)
+            ]
+        results = self._user_backward(grads)
+        checked = []
+        for i, (r, meta) in enumerate(zip(results, self._in_meta)):
+            _grad_array(self, i, r, meta)  # the checks only
+            if r is not None:
+                r = r if r._data.shape == meta[0] else sum_to_tensor(r, meta[0])
+                r = r if r._data.dtype == meta[1] else r.to(meta[1])
+            checked.append(r)
+        return tuple(checked)
+
+    def _user_backward(self, grads: list[Tensor | None]) -> list[Any]:
+        """The user's ``backward`` results for the Tensor arguments, their count checked."""
+        ctx = self.ctx
+        results = self._function.backward(ctx, *grads)
         if not isinstance(results, tuple):
             results = (results,)
         n_inputs = len(ctx.needs_input_grad)
@@ -92,11 +118,7 @@ class FunctionBackward(Node):
                     f"function {type(self).__name__} returned an incorrect number of gradients "
                     f"(expected {n_inputs}, got {len(results)})"
                 )
-        tensor_results = [r for r, is_tensor in zip(results, self._is_tensor) if is_tensor]
-        return tuple(
-            _grad_array(self, i, r, meta)
-            for i, (r, meta) in enumerate(zip(tensor_results, self._in_meta))
-        )
+        return [r for r, is_tensor in zip(results, self._is_tensor) if is_tensor]
 
     def backward(self, grad: Any) -> tuple[np.ndarray | None, ...]:
         return self.backward_multi([grad])

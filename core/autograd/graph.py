@@ -112,6 +112,15 @@ class Node:
         """Multi-output nodes override this; grads holds one entry per output (None if unused)."""
         return self.backward(grads[0])
 
+    def backward_graph(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+        """``create_graph=True``: the input gradients computed with recorded hookgrad ops, so
+        that they can be differentiated again. ``grads`` holds one Tensor per output (None if
+        unused). Nodes without such a formula refuse rather than cut the graph."""
+        raise RuntimeError(
+            f"{self.name()} has no double-backward formula in hookgrad: create_graph=True "
+            "cannot differentiate through it"
+        )
+
     # -- public API mirroring torch.autograd.graph.Node -------------------------------------
     def name(self) -> str:
         return type(self).__name__

@@ -67,6 +67,13 @@ class ConvolutionBackward0(Node):
             gx = gx.reshape(in_shape)
         return (gx, gw, gb)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        from ._conv_graph import convolution_backward_graph
+
+        grad = grads[0]
+        assert grad is not None
+        return convolution_backward_graph(self, grad)
+
 
 def _weight_grad(g4: np.ndarray, cols: np.ndarray, w_shape: tuple[int, ...]) -> np.ndarray:
     """``sum_n g[n] @ cols[n].T`` per group: a batched matmul, then a sum of weight-sized terms."""

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..._creation import default_generator
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
+from ..._ops._graph import only
 from ..._ops.inplace import apply_inplace
 
 __all__ = ["NativeDropoutBackward0", "dropout", "dropout1d", "dropout2d"]
@@ -25,6 +26,9 @@ class NativeDropoutBackward0(Node):
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         return (g * self.mask,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (only(grads) * wrap(self.mask),)
 
 
 def _scaled_mask(x: np.ndarray, p: float) -> np.ndarray:

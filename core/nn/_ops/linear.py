@@ -13,6 +13,7 @@ import numpy as np
 
 from ..._dtype import c_type_name, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
+from ..._ops._graph import only, saved_input
 
 __all__ = ["AddmmBackward0", "MmBackward0", "linear"]
 
@@ -25,6 +26,19 @@ class _LinearBackward(Node):
     _in_shape: tuple[int, ...]
     weight: np.ndarray
     x: np.ndarray
+
+    def _graph_grads(
+        self, g: Tensor, ex: object, ew: object, first: int
+    ) -> tuple[Tensor | None, Tensor | None]:
+        """The input's and the weight's recorded gradients (edges from ``first`` on)."""
+        g2 = g if g._data.ndim == 2 else g.reshape(-1, g._data.shape[-1])
+        gx = gw = None
+        if ex is not None:
+            gx = (g2 @ saved_input(self, first + 1, self.weight)).reshape(self._in_shape)
+        if ew is not None:
+            x = saved_input(self, first, self.x.reshape(self._in_shape))
+            gw = g2.T @ x.reshape(self.x.shape)
+        return (gx, gw)
 
 
 class MmBackward0(_LinearBackward):
@@ -43,6 +57,10 @@ class MmBackward0(_LinearBackward):
         gw = g2.T @ self.x if ew is not None else None
         return (gx, gw)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        ex, ew = self._next
+        return self._graph_grads(only(grads), ex, ew, 0)
+
 
 class AddmmBackward0(_LinearBackward):
     """``x @ W.T + b`` with torch's addmm edge order ``(b, x, W)``."""
@@ -58,6 +76,14 @@ class AddmmBackward0(_LinearBackward):
         gx = (g2 @ self.weight).reshape(self._in_shape) if ex is not None else None
         gw = g2.T @ self.x if ew is not None else None
         return (gb, gx, gw)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        eb, ex, ew = self._next
+        gb = None
+        if eb is not None:
+            gb = (g if g._data.ndim == 2 else g.reshape(-1, g._data.shape[-1])).sum(0)
+        return (gb, *self._graph_grads(g, ex, ew, 1))
 
 
 def _input_error(x: np.ndarray, w: np.ndarray, has_bias: bool) -> RuntimeError:

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
-from ..._ops.arith import broadcast_error
+from ..._ops._graph import only, saved_tensor, sign_of, sum_to_tensor
+from ..._ops.arith import broadcast_error, where
 from ..._ops.unary import sgn
 
 __all__ = [
@@ -86,6 +87,17 @@ class _PairwiseBackward(Node):
             sum_to(-grad, self._sy) if ey is not None else None,
         )
 
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        ex, ey = self._next
+        grad = self._graph_grad(only(grads))
+        return (
+            sum_to_tensor(grad, self._sx) if ex is not None else None,
+            sum_to_tensor(-grad, self._sy) if ey is not None else None,
+        )
+
+    def _graph_grad(self, g: Tensor) -> Tensor:
+        return super().backward_graph([g])[0]  # type: ignore[return-value]
+
 
 class MseLossBackward0(_PairwiseBackward):
     """``2 * (x - y) / N`` times the upstream gradient (``/ N`` only for mean)."""
@@ -95,6 +107,10 @@ class MseLossBackward0(_PairwiseBackward):
     def _grad(self, g: np.ndarray) -> np.ndarray:
         return self.diff * (g * self._scale)
 
+    def _graph_grad(self, g: Tensor) -> Tensor:
+        x, y = saved_tensor(self, 0), saved_tensor(self, 1)
+        return (x - y) * (g * self._scale)
+
 
 class L1LossBackward0(_PairwiseBackward):
     """``sign(x - y) / N`` times the upstream gradient (``/ N`` only for mean)."""
@@ -103,6 +119,9 @@ class L1LossBackward0(_PairwiseBackward):
 
     def _grad(self, g: np.ndarray) -> np.ndarray:
         return sgn(self.diff) * (g * self._scale)
+
+    def _graph_grad(self, g: Tensor) -> Tensor:
+        return sign_of(saved_tensor(self, 0) - saved_tensor(self, 1)) * (g * self._scale)
 
 
 def _difference(input: Tensor, target: Tensor) -> np.ndarray:
@@ -253,6 +272,37 @@ def _row_coefficients(
     return coef
 
 
+def _row_coefficients_graph(
+    g: Tensor, reduction: str, denominator: Any, rows: int, valid: np.ndarray
+) -> Tensor:
+    """:func:`_row_coefficients` for a recorded gradient."""
+    if reduction == "none":
+        return g.reshape(rows)
+    coef = (g / float(denominator) if reduction == "mean" else g).expand(rows)
+    if reduction == "mean" and denominator == 0:
+        coef = where(wrap(valid), coef, 0)
+    return coef
+
+
+def _rows_of(x: Tensor) -> Tensor:
+    """:func:`_class_last` for a Tensor on the graph."""
+    ndim = x._data.ndim
+    if ndim == 1:
+        return x.reshape(1, -1)
+    if ndim == 2:
+        return x
+    return x.permute(0, *range(2, ndim), 1).reshape(-1, x._data.shape[1])
+
+
+def _rows_back(rows: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """:func:`_class_back` for a Tensor on the graph."""
+    if len(shape) <= 2:
+        return rows.reshape(shape)
+    ndim = len(shape)
+    moved = rows.reshape(shape[0], *shape[2:], shape[1])
+    return moved.permute(0, ndim - 1, *range(1, ndim - 1))
+
+
 class _ClassTargets:
     """Class-index targets checked against the input, with ignore_index and class weights."""
 
@@ -328,6 +378,16 @@ class NllLossBackward0(Node):
         grad = np.zeros((rows, self._classes), dtype=g.dtype)
         grad[np.arange(rows), t.index] = -t.per_row_weight * coef
         return (_class_back(grad, self._shape),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        t = self.targets
+        rows = t.index.size
+        coef = _row_coefficients_graph(
+            only(grads), self._reduction, self._denominator, rows, t.valid
+        )
+        picked = np.zeros((rows, self._classes), dtype=t.per_row_weight.dtype)
+        picked[np.arange(rows), t.index] = -t.per_row_weight
+        return (_rows_back(wrap(picked) * coef.unsqueeze(1), self._shape),)
 
 
 def _reduce_rows(
@@ -421,6 +481,23 @@ class CrossEntropyLossBackward0(Node):
             smooth = ((eps / classes) * coef * t.valid)[:, None]
             grad -= smooth if w is None else smooth * w
         return (_class_back(grad.astype(g.dtype, copy=False), self._shape),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        t, w, eps, classes = self.targets, self.weight, self._smoothing, self._classes
+        rows = t.index.size
+        g = only(grads)
+        coef = _row_coefficients_graph(g, self._reduction, self._denominator, rows, t.valid)
+        hard = (1 - eps) * t.per_row_weight
+        target = np.zeros((rows, classes), dtype=self.exp.dtype)
+        target[np.arange(rows), t.index] = hard
+        total = hard
+        if eps:
+            total = hard + (eps / classes) * (classes if w is None else w.sum()) * t.valid
+            smooth = ((eps / classes) * t.valid)[:, None]
+            target += smooth if w is None else smooth * w
+        p = _rows_of(saved_tensor(self, 0)).softmax(1)
+        scaled = p * wrap(total.astype(target.dtype)[:, None]) - wrap(target)
+        return (_rows_back(scaled * coef.unsqueeze(1), self._shape),)
 
 
 class CrossEntropyLossBackward1(Node):

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
+from ..._ops._graph import only, saved_output, saved_tensor
 from ..._size import Size
 
 __all__ = [
@@ -61,6 +62,60 @@ class NativeLayerNormBackward0(Node):
             mean_gx = np.einsum("mk,mk->m", gxhat, xhat)[:, None] / xhat.shape[1]
             gx = (self.rstd * (gxhat - mean_g - xhat * mean_gx)).reshape(self._in_shape)
         return (gx, gw, gb)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        ex, ew, eb = self._next
+        xhat_d = self.xhat
+        rows, k = xhat_d.shape
+        x2 = saved_tensor(self, 0).reshape(rows, k)
+        centered = x2 - x2.mean(dim=1, keepdim=True)
+        rstd = _rstd(x2, self.rstd)
+        xhat = centered * rstd
+        g2 = g.reshape(rows, k)
+        gx = gw = gb = None
+        if ew is not None:
+            gw = (g2 * xhat).sum(0).reshape(self._norm_shape)
+        if eb is not None:
+            gb = g2.sum(0).reshape(self._norm_shape)
+        if ex is not None:
+            gxhat = g2 if self.weight is None else g2 * saved_tensor(self, 1).reshape(k)
+            mean_g = gxhat.mean(dim=1, keepdim=True)
+            mean_gx = (gxhat * xhat).mean(dim=1, keepdim=True)
+            gx = (rstd * (gxhat - mean_g - xhat * mean_gx)).reshape(self._in_shape)
+        return (gx, gw, gb)
+
+
+class RstdBackward(Node):
+    """Of ``(var(x2, rows) + eps) ** -0.5`` (layer norm's recorded backward), kept from the
+    forward: its derivative ``-rstd**3 * (x2 - mean) / K`` is made of recorded ops, itself
+    included, so every order works."""
+
+    __slots__ = ("_value", "_x2")
+
+    _value: np.ndarray
+    _x2: Tensor
+
+    def name(self) -> str:
+        return "NativeLayerNormBackwardBackward0"
+
+    def backward(self, grad: Any) -> tuple[np.ndarray | None, ...]:
+        return (self.backward_graph([wrap(grad)])[0]._data,)  # type: ignore[union-attr]
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        x2 = self._x2
+        centered = x2 - x2.mean(dim=1, keepdim=True)
+        rstd = saved_output(self, self._value)
+        return (only(grads) * -(rstd**3) * centered / x2._data.shape[1],)
+
+
+def _rstd(x2: Tensor, value: np.ndarray) -> Tensor:
+    """Layer norm's ``rstd`` rows as a recorded function of the folded input ``x2``."""
+    if not needs_grad(x2):
+        return wrap(value)
+    node = RstdBackward((edge(x2),))
+    node._x2, node._value = x2, value
+    return record(value, node)
 
 
 def _check_shape(x: np.ndarray, shape: tuple[int, ...]) -> None:

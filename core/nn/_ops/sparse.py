@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..._ops._base import Node, Tensor, edge, needs_grad, not_a_tensor, record, wrap
+from ..._ops._graph import linear_grad, only
 from ..._ops.inplace import bump
 
 __all__ = ["EmbeddingBackward0", "embedding"]
@@ -33,6 +34,21 @@ class EmbeddingBackward0(Node):
         if self._padding_idx is not None:
             grad[self._padding_idx] = 0
         return (grad,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        idx = self.indices.reshape(-1)
+        # torch's embedding_dense_double_backward drops padding rows but not the frequency
+        # scale; so does this.
+        factor = np.ones(idx.size, dtype=g._data.dtype)
+        if self._padding_idx is not None:
+            factor = np.where(idx == self._padding_idx, 0, factor).astype(factor.dtype)
+        shape = g._data.shape
+
+        def lookup(gg: Tensor) -> Tensor:
+            return (gg[idx] * wrap(factor[:, None])).reshape(shape)
+
+        return (linear_grad(self, g, self.backward(g._data)[0], lookup),)  # type: ignore[arg-type]
 
 
 def _indices(input: Tensor | Any, num_weights: int) -> np.ndarray:

@@ -113,6 +113,65 @@ class BackwardHookFunctionBackward(Node):
         arrived = [(g.shape, g.dtype) for g in grads]  # type: ignore[union-attr]
         return _replacements(grad_inputs, hook.input_index, arrived)
 
+    def backward_graph(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+        """``create_graph=True``: the hooks of ``backward_multi``, called with the recorded
+        gradients themselves (they require grad, as in torch); a replacement a hook returns
+        is checked as there and handed on as it is, graph and all."""
+        hook, module = self._hook, self._hook.module
+        if self._is_output:
+            packed = grad_outputs = _packed_graph(hook.output_index, hook.n_outputs, grads)
+            for pre_hook in hook.user_pre_hooks:
+                result = pre_hook(module, grad_outputs)
+                if result is not None:
+                    grad_outputs = _checked_count(
+                        result, grad_outputs, "Backward pre hook", "grad_output"
+                    )
+            hook.grad_outputs = grad_outputs
+            if hook.input_index is None:
+                hook._fire_without_input_grads(grad_outputs)
+            return _graph_replacements(grad_outputs, packed, hook.output_index, grads, self._meta)
+        grads = [
+            _wrap(np.zeros(shape, dtype=dtype)) if g is None else g
+            for g, (shape, dtype) in zip(grads, self._meta)
+        ]
+        kept = hook.grad_outputs
+        if kept is None or not hook.user_hooks:
+            return grads
+        hook.grad_outputs = None
+        packed = grad_inputs = _packed_graph(hook.input_index, hook.n_inputs, grads)
+        for full_hook in hook.user_hooks:
+            result = full_hook(module, grad_inputs, kept)
+            if result is not None:
+                grad_inputs = _checked_count(result, grad_inputs, "Backward hook", "grad_input")
+        arrived = [(g._data.shape, g._data.dtype) for g in grads]  # type: ignore[union-attr]
+        return _graph_replacements(grad_inputs, packed, hook.input_index, grads, arrived)
+
+
+def _packed_graph(
+    index: list[int] | None, size: int, grads: Sequence[Tensor | None]
+) -> tuple[Any, ...]:
+    """:func:`_packed` for recorded gradients: the Tensors themselves."""
+    assert index is not None
+    packed: list[Any] = [None] * size
+    for i, g in zip(index, grads):
+        packed[i] = g
+    return tuple(packed)
+
+
+def _graph_replacements(
+    replaced: tuple[Any, ...],
+    packed: tuple[Any, ...],
+    index: list[int] | None,
+    grads: Sequence[Tensor | None],
+    meta: list[Any],
+) -> Sequence[Tensor | None]:
+    """:func:`_replacements` for recorded gradients: each checked, then kept as it is."""
+    if replaced is packed:
+        return grads
+    _replacements(replaced, index, meta)  # the checks only
+    assert index is not None
+    return tuple(replaced[i] for i in index)
+
 
 def _array(value: Any, like: tuple[tuple[int, ...], np.dtype[Any]]) -> np.ndarray | None:
     """Validate one replacement gradient as torch does: a tensor of the same shape and dtype.
