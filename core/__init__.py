@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import __future__ as __future__
 from . import amp, autograd, backends, cuda, distributed, jit, nn, onnx, optim, utils
 from ._creation import (
     Generator,
