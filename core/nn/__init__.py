@@ -40,11 +40,12 @@ from .modules import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 
 __all__ = [
     "BCELoss",
     "BCEWithLogitsLoss",
+    "Buffer",
     "Conv2d",
     "CrossEntropyLoss",
     "Dropout",
