@@ -104,7 +104,11 @@ def backward(
     arrays = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outputs, seeds))]
     input_edges = None
     if inputs is not None:
-        input_edges = [_root_edge(t) for t in _non_empty(inputs, "backward")]
+        listed = _non_empty(inputs, "backward")
+        input_edges = [_root_edge(t) for t in listed]
+        for t in listed:  # as torch: a non-leaf input's gradient lands in its .grad
+            if t.grad_fn is not None:
+                t.retain_grad()
     run_backward(roots, arrays, retain_graph=bool(retain_graph), inputs=input_edges)
     if observed:
         notify_end(outputs)
