@@ -79,7 +79,9 @@ def _stat_mean(
     node = (StdMeanBackward0 if sqrt else VarMeanBackward0)((edge(x),))
     node._n_out = 2
     node._dims, node._keepdim, node._denom, node._count = dims, keepdim, denom, count
-    node.x, node.mean, node.out = d, mu, stat
+    # var_mean's backward reads only the input (as torch's VarMeanBackward0 saves only self):
+    # keeping its output would make an in-place op on ``var`` break the backward.
+    node.x, node.mean, node.out = d, mu, (stat if sqrt else None)
     node._save(x)
     first, second = record(stat, node), record(mean, node)
     second._output_nr = 1
