@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import _C as _C
 from . import __future__ as __future__
 from . import amp, autograd, backends, cuda, distributed, jit, nn, onnx, optim, utils
 from ._creation import (
@@ -172,6 +173,7 @@ from ._tensor_types import (
     LongTensor,
     ShortTensor,
 )
+from .utils._warnings import is_warn_always_enabled, set_warn_always
 
 if TYPE_CHECKING:
     from .plugins.spike_guard import SpikeError
@@ -255,6 +257,7 @@ __all__ = [
     "int32",
     "int64",
     "is_grad_enabled",
+    "is_warn_always_enabled",
     "isfinite",
     "isinf",
     "isnan",
@@ -295,6 +298,7 @@ __all__ = [
     "relu",
     "reshape",
     "set_grad_enabled",
+    "set_warn_always",
     "sigmoid",
     "sign",
     "sin",
