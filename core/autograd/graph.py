@@ -9,6 +9,7 @@ without hooks cost the engine one attribute check.
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -42,8 +43,10 @@ class NodeHooks:
     def __init__(self) -> None:
         # output_nr -> hooks registered through Tensor.register_hook for that output.
         self.tensor_pre: dict[int, SnapshotHookDict] = {}
-        # output_nr -> the tensor whose .grad retain_grad() fills (runs after tensor_pre).
-        self.retains_grad: dict[int, Tensor] = {}
+        # output_nr -> the tensor whose .grad retain_grad() fills (runs after tensor_pre),
+        # held weakly as torch's retains_grad hook holds it: the graph must not keep a
+        # non-leaf alive, and a dead one has no .grad to fill.
+        self.retains_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
         self.pre = HookDict()
         self.post = HookDict()
 
@@ -161,6 +164,10 @@ class AccumulateGrad(Node):
         self._versions = ()
         self._freed = False
         self.variable = variable
+
+    def name(self) -> str:
+        # torch's C++ class name, which node-walking code and torch's own tests compare with.
+        return "torch::autograd::AccumulateGrad"
 
     def _release(self) -> None:
         # The leaf itself is not a saved value: a second backward must reach it again.
