@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._grad_mode import no_grad
 from ..._tensor import Tensor
-from ...utils.hooks import RemovableHandle
+from ...utils.hooks import HookDict, RemovableHandle
 from ..parameter import Parameter
 
 if TYPE_CHECKING:
@@ -71,17 +71,17 @@ class _WrappedHook:
 class StateDictHooksMixin:
     """``state_dict`` / ``load_state_dict`` pre- and post-hooks, as torch registers them."""
 
-    _state_dict_hooks: dict[int, Hook]
-    _state_dict_pre_hooks: dict[int, Hook]
-    _load_state_dict_pre_hooks: dict[int, Hook]
-    _load_state_dict_post_hooks: dict[int, Hook]
+    _state_dict_hooks: HookDict
+    _state_dict_pre_hooks: HookDict
+    _load_state_dict_pre_hooks: HookDict
+    _load_state_dict_post_hooks: HookDict
 
     def _init_state_dict_hook_tables(self) -> None:
         """Create the tables a module (or an old pickle of one) lacks."""
         d = self.__dict__
         for name in _STATE_DICT_HOOK_TABLES:
             if name not in d:
-                d[name] = OrderedDict()
+                d[name] = HookDict()
 
     def _register_state_dict_hook(self, hook: Hook) -> RemovableHandle:
         """Post-hook ``hook(module, state_dict, prefix, local_metadata)``; a non-None return

@@ -18,7 +18,7 @@ from ... import __future__ as _future
 from ..._dtype import float16, float32, float64
 from ..._grad_mode import no_grad
 from ..._tensor import Tensor
-from ...utils.hooks import RemovableHandle
+from ...utils.hooks import HookDict, RemovableHandle
 from ..parameter import Buffer, Parameter
 from ._global_hooks import (
     GLOBAL_HOOKS,
@@ -68,9 +68,9 @@ bind_table_names(
 # Hooks run when any module registers a buffer, submodule or parameter; a non-None return
 # replaces the value registered. Read at each registration, so assigning a fresh dict to one
 # of these names resets it, as in torch.
-_global_buffer_registration_hooks: dict[int, Callable[..., Any]] = OrderedDict()
-_global_module_registration_hooks: dict[int, Callable[..., Any]] = OrderedDict()
-_global_parameter_registration_hooks: dict[int, Callable[..., Any]] = OrderedDict()
+_global_buffer_registration_hooks: HookDict = HookDict()
+_global_module_registration_hooks: HookDict = HookDict()
+_global_parameter_registration_hooks: HookDict = HookDict()
 
 _M = TypeVar("_M", bound="Module")
 
