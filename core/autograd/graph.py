@@ -35,6 +35,27 @@ _sequence = iter(range(sys.maxsize))
 next_sequence_nr: Callable[[], int] = _sequence.__next__
 
 
+class _WeakTensors(dict):  # type: ignore[type-arg]
+    """output_nr -> tensor, each held by a weak reference; reads give the live tensors.
+
+    A plain dict underneath, so the engine's emptiness checks stay C-speed.
+    """
+
+    __slots__ = ()
+
+    def __setitem__(self, nr: int, tensor: Tensor) -> None:
+        dict.__setitem__(self, nr, weakref.ref(tensor))
+
+    def __getitem__(self, nr: int) -> Tensor | None:
+        ref: weakref.ref[Tensor] = dict.__getitem__(self, nr)
+        return ref()
+
+    def items(self) -> list[tuple[int, Tensor]]:  # type: ignore[override]
+        """The (output_nr, tensor) pairs whose tensor is still alive."""
+        pairs = ((nr, ref()) for nr, ref in dict.items(self))
+        return [(nr, t) for nr, t in pairs if t is not None]
+
+
 class NodeHooks:
     """The hook tables of one node, created on the first registration."""
 
@@ -46,7 +67,7 @@ class NodeHooks:
         # output_nr -> the tensor whose .grad retain_grad() fills (runs after tensor_pre),
         # held weakly as torch's retains_grad hook holds it: the graph must not keep a
         # non-leaf alive, and a dead one has no .grad to fill.
-        self.retains_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+        self.retains_grad: _WeakTensors = _WeakTensors()
         self.pre = HookDict()
         self.post = HookDict()
 
