@@ -35,7 +35,7 @@ _sequence = iter(range(sys.maxsize))
 next_sequence_nr: Callable[[], int] = _sequence.__next__
 
 
-class _WeakTensors(dict):  # type: ignore[type-arg]
+class _WeakTensors(dict):
     """output_nr -> tensor, each held by a weak reference; reads give the live tensors.
 
     A plain dict underneath, so the engine's emptiness checks stay C-speed.
