@@ -146,8 +146,10 @@ def test_always_called_forward_hooks(lib, fresh_globals):
 
 
 def test_module_global_hooks_counts(lib, fresh_globals):
-    """Global forward and regular backward hooks fire for every module, removal stops them.
-    From TestModuleGlobalHooks.test_module_global_hooks."""
+    """Global forward and backward hooks fire for every module, removal stops them.
+    From TestModuleGlobalHooks.test_module_global_hooks (with full backward hooks: whether the
+    process's global backward hooks are regular or full is fixed by the first one registered,
+    and the rest of this suite registers full ones)."""
     counter = {"forwards": 0, "backwards": 0}
     sig = 1 / (1 + 1 / math.e)
 
@@ -164,13 +166,13 @@ def test_module_global_hooks_counts(lib, fresh_globals):
     modules = [lib.nn.Sigmoid() for _ in range(3)]
     x = lib.ones(5, 5, requires_grad=True)
     fwd = fresh_globals.register_module_forward_hook(lambda *args: fw_hook(1, *args))
-    bwd = fresh_globals.register_module_backward_hook(lambda *args: bw_hook(1, *args))
+    bwd = fresh_globals.register_module_full_backward_hook(lambda *args: bw_hook(1, *args))
     outputs = [m(x) for m in modules]
     for out in outputs:
         out.backward(lib.ones(5, 5) * 2)
     assert counter == {"forwards": 3, "backwards": 3}
     fwd2 = fresh_globals.register_module_forward_hook(lambda *args: fw_hook(2, *args))
-    bwd2 = fresh_globals.register_module_backward_hook(lambda *args: bw_hook(2, *args))
+    bwd2 = fresh_globals.register_module_full_backward_hook(lambda *args: bw_hook(2, *args))
     modules[0](x).backward(lib.ones(5, 5) * 2)
     assert counter == {"forwards": 6, "backwards": 6}
     bwd2.remove()
@@ -190,8 +192,8 @@ def test_global_and_local_hooks_order(lib, fresh_globals):
     module.register_forward_pre_hook(lambda m, i: order.append("lpre"))
     fresh_globals.register_module_forward_hook(lambda m, i, o: order.append("gfwd"))
     module.register_forward_hook(lambda m, i, o: order.append("lfwd"))
-    fresh_globals.register_module_backward_hook(lambda m, gi, go: order.append("gbwd"))
-    module.register_backward_hook(lambda m, gi, go: order.append("lbwd"))
+    fresh_globals.register_module_full_backward_hook(lambda m, gi, go: order.append("gbwd"))
+    module.register_full_backward_hook(lambda m, gi, go: order.append("lbwd"))
     module(lib.randn(5, 5, requires_grad=True)).backward(lib.ones(5, 5))
     assert order == ["gpre", "lpre", "gfwd", "lfwd", "gbwd", "lbwd"]
 
@@ -201,7 +203,7 @@ def test_tables_reset_by_assignment_leave_the_next_test_clean(lib, fresh_globals
     (the one-process run of torch's suite depends on it)."""
     fired = []
     fresh_globals.register_module_forward_hook(lambda m, i, o: fired.append("fwd"))
-    fresh_globals.register_module_backward_hook(lambda m, gi, go: fired.append("bwd"))
+    fresh_globals.register_module_full_backward_hook(lambda m, gi, go: fired.append("bwd"))
     fresh_globals._global_forward_hooks = OrderedDict()
     fresh_globals._global_backward_hooks = OrderedDict()
     x = lib.ones(2, requires_grad=True)
