@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import _C as _C
+from . import __future__ as __future__
 from . import (
     amp,
     autograd,
@@ -190,6 +192,7 @@ from ._tensor_types import (
 from .amp import autocast
 from .random import fork_rng, get_rng_state, initial_seed, seed, set_rng_state
 from .serialization import load, save
+from .utils._warnings import is_warn_always_enabled, set_warn_always
 
 if TYPE_CHECKING:
     from ._dtype import bfloat16
@@ -277,6 +280,7 @@ __all__ = [
     "int32",
     "int64",
     "is_grad_enabled",
+    "is_warn_always_enabled",
     "isfinite",
     "isinf",
     "isnan",
@@ -322,6 +326,7 @@ __all__ = [
     "relu",
     "reshape",
     "set_grad_enabled",
+    "set_warn_always",
     "sigmoid",
     "sign",
     "sin",

@@ -79,7 +79,9 @@ def _stat_mean(
     node = (StdMeanBackward0 if sqrt else VarMeanBackward0)((edge(x),))
     node._n_out = 2
     node._dims, node._keepdim, node._denom, node._count = dims, keepdim, denom, count
-    node.x, node.mean, node.out = d, mu, stat
+    node.x, node.mean = d, mu
+    if sqrt:  # only std's backward reads its output (torch's VarMeanBackward0 saves only
+        node.out = stat  # self): a kept ``var`` would make var.mul_() break the backward
     node._save(x)
     first, second = record(stat, node), record(mean, node)
     second._output_nr = 1

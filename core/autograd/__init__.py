@@ -129,7 +129,11 @@ def backward(
     arrays = _seeds(outputs, seeds, create_graph)
     input_edges = None
     if inputs is not None:
-        input_edges = [_root_edge(t) for t in _non_empty(inputs, "backward")]
+        listed = _non_empty(inputs, "backward")
+        input_edges = [_root_edge(t) for t in listed]
+        for t in listed:  # as torch: a non-leaf input's gradient lands in its .grad
+            if t.grad_fn is not None:
+                t.retain_grad()
     if retain_graph is None:
         retain_graph = create_graph
     if create_graph:

@@ -132,7 +132,9 @@ def run_backward(
     task = _GraphTask(retain_graph)
     _count_dependencies(task, roots)
     if inputs is not None:
-        task.needed = _needed_nodes(task, roots, inputs)
+        # backward(inputs=) runs the inputs' own nodes; autograd.grad only captures what
+        # reaches them, running just their tensor hooks (torch's exec_info "needed_").
+        task.needed = _needed_nodes(task, roots, inputs, targets_run=accumulate)
         if not accumulate:
             task.captures = dict.fromkeys(inputs)
     ready: list[tuple[int, int, Node]] = []
@@ -188,15 +190,19 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
         node = heappop(ready)[2]
         grads = buffers.pop(node)
         if needed is not None and node not in needed:
+            if task.captures is not None:
+                _capture_unneeded(task.captures, node, grads)
             continue
+        if task.captures is not None:  # a node that runs: torch captures before its hooks
+            _capture(task.captures, node, grads)
         hooks = node._hooks
         if hooks is not None:
             grads = run_pre_hooks(node, hooks, grads)
-        if task.captures is not None:
-            _capture(task.captures, node, grads)
         if type(node) is AccumulateGrad:
             if task.captures is None:
                 _accumulate(task, node.variable, grads[0])
+                if hooks is not None and hooks.post:
+                    _hook_calls.run_post_hooks(node, hooks, (), grads)
             continue
         outputs = node.backward_multi(grads) if node._plain_identity else _compute(node, grads)
         if hooks is not None and hooks.post:
@@ -258,20 +264,37 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
 
 
 def _accumulate_leaf(task: _GraphTask, leaf: AccumulateGrad, grad: np.ndarray | None) -> None:
-    """Run a leaf's node as the main loop would: its tensor hooks, then accumulation."""
+    """Run a leaf's node as the main loop would: its pre-hooks, accumulation, post-hooks."""
     hooks = leaf._hooks
-    if hooks is not None:
-        # run_pre_hooks' own shortcut with run_tensor_hooks inlined, two frames less: every
-        # hooked parameter comes this way (a no-op hook per parameter: -0.5% a step).
-        tensor_pre = hooks.tensor_pre
-        if tensor_pre and not hooks.retains_grad and not hooks.pre:
-            for hook in tensor_pre[0].hooks:
-                result = hook(None if grad is None else _wrap(grad))
-                if result is not None:
-                    grad = _hook_calls._checked_replacement(hook, result, grad)
-        else:
-            grad = _hook_calls.run_pre_hooks(leaf, hooks, [grad])[0]
+    if hooks is None:
+        _accumulate(task, leaf.variable, grad)
+        return
+    # run_pre_hooks' own shortcut with run_tensor_hooks inlined, two frames less: every
+    # hooked parameter comes this way (a no-op hook per parameter: -0.5% a step).
+    tensor_pre = hooks.tensor_pre
+    if tensor_pre and not hooks.retains_grad and not hooks.pre:
+        for hook in tensor_pre[0].hooks:
+            result = hook(None if grad is None else _wrap(grad))
+            if result is not None:
+                grad = _hook_calls._checked_replacement(hook, result, grad)
+    else:
+        grad = _hook_calls.run_pre_hooks(leaf, hooks, [grad])[0]
     _accumulate(task, leaf.variable, grad)
+    if hooks.post:  # AccumulateGrad post-hooks: hook((), (grad,)), after post-accumulate hooks
+        _hook_calls.run_post_hooks(leaf, hooks, (), [grad])
+
+
+def _capture_unneeded(
+    captures: dict[Edge, np.ndarray | None], node: Node, grads: list[np.ndarray | None]
+) -> None:
+    """Capture for ``autograd.grad`` at a node that does not run: torch runs the tensor hooks
+    (and retain_grad) of its captured outputs first, never the node's own hooks."""
+    if not any((node, nr) in captures for nr in range(len(grads))):
+        return
+    hooks = node._hooks
+    if hooks is not None:
+        grads = _hook_calls.run_tensor_pre_hooks(hooks, grads)
+    _capture(captures, node, grads)
 
 
 def _capture(
@@ -303,8 +326,13 @@ def _count_dependencies(task: _GraphTask, roots: Sequence[Edge]) -> None:
                 deps[child] = count + 1
 
 
-def _needed_nodes(task: _GraphTask, roots: Sequence[Edge], inputs: Sequence[Edge]) -> set[Node]:
-    """Nodes from which some input edge is reachable: the only ones worth executing."""
+def _needed_nodes(
+    task: _GraphTask, roots: Sequence[Edge], inputs: Sequence[Edge], *, targets_run: bool
+) -> set[Node]:
+    """Nodes from which some input edge is reachable: the only ones worth executing.
+
+    Without ``targets_run`` an input's own node is needed only if another input lies beyond it.
+    """
     targets = {node for node, _ in inputs}
     memo: dict[Node, bool] = {}
     for node in task.deps:  # post-order without recursion
@@ -328,7 +356,11 @@ def _needed_nodes(task: _GraphTask, roots: Sequence[Edge], inputs: Sequence[Edge
                     memo[current] = any(
                         e is not None and memo.get(e[0], False) for e in current._next
                     )
-    return {node for node, needed in memo.items() if needed}
+    if targets_run:
+        return {node for node, needed in memo.items() if needed}
+    return {
+        node for node in memo if any(e is not None and memo.get(e[0], False) for e in node._next)
+    }
 
 
 def _compute(node: Node, grads: list[np.ndarray | None]) -> Sequence[np.ndarray | None]:

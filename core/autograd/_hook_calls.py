@@ -83,17 +83,26 @@ def run_pre_hooks(
     if len(grads) == 1 and tensor_pre and not hooks.retains_grad and not hooks.pre:
         grads[0] = run_tensor_hooks(tensor_pre[0].hooks, grads[0])
         return grads
-    if tensor_pre:
-        for nr, table in tuple(tensor_pre.items()):  # a hook may add a table
-            grads[nr] = run_tensor_hooks(table.hooks, grads[nr])
-    if hooks.retains_grad:
-        for nr, tensor in tuple(hooks.retains_grad.items()):
-            _retain(tensor, grads[nr])
+    grads = run_tensor_pre_hooks(hooks, grads)
     if hooks.pre:
         for hook in tuple(hooks.pre.values()):
             result = hook(tuple(_as_tensor(g) for g in grads))
             if result is not None:
                 grads = _replace_all(hook, result, grads)
+    return grads
+
+
+def run_tensor_pre_hooks(
+    hooks: NodeHooks, grads: list[np.ndarray | None]
+) -> list[np.ndarray | None]:
+    """The tensor hooks of each output, then retain_grad: what torch runs of a node whose
+    gradient ``autograd.grad`` captures without running the node."""
+    if hooks.tensor_pre:
+        for nr, table in tuple(hooks.tensor_pre.items()):  # a hook may add a table
+            grads[nr] = run_tensor_hooks(table.hooks, grads[nr])
+    if hooks.retains_grad:
+        for nr, tensor in tuple(hooks.retains_grad.items()):
+            _retain(tensor, grads[nr])
     return grads
 
 

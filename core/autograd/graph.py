@@ -9,6 +9,7 @@ without hooks cost the engine one attribute check.
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -51,6 +52,27 @@ _sequence = iter(range(sys.maxsize))
 next_sequence_nr: Callable[[], int] = _sequence.__next__
 
 
+class _WeakTensors(dict):
+    """output_nr -> tensor, each held by a weak reference; reads give the live tensors.
+
+    A plain dict underneath, so the engine's emptiness checks stay C-speed.
+    """
+
+    __slots__ = ()
+
+    def __setitem__(self, nr: int, tensor: Tensor) -> None:
+        dict.__setitem__(self, nr, weakref.ref(tensor))
+
+    def __getitem__(self, nr: int) -> Tensor | None:
+        ref: weakref.ref[Tensor] = dict.__getitem__(self, nr)
+        return ref()
+
+    def items(self) -> list[tuple[int, Tensor]]:  # type: ignore[override]
+        """The (output_nr, tensor) pairs whose tensor is still alive."""
+        pairs = ((nr, ref()) for nr, ref in dict.items(self))
+        return [(nr, t) for nr, t in pairs if t is not None]
+
+
 class NodeHooks:
     """The hook tables of one node, created on the first registration."""
 
@@ -59,8 +81,10 @@ class NodeHooks:
     def __init__(self) -> None:
         # output_nr -> hooks registered through Tensor.register_hook for that output.
         self.tensor_pre: dict[int, SnapshotHookDict] = {}
-        # output_nr -> the tensor whose .grad retain_grad() fills (runs after tensor_pre).
-        self.retains_grad: dict[int, Tensor] = {}
+        # output_nr -> the tensor whose .grad retain_grad() fills (runs after tensor_pre),
+        # held weakly as torch's retains_grad hook holds it: the graph must not keep a
+        # non-leaf alive, and a dead one has no .grad to fill.
+        self.retains_grad: _WeakTensors = _WeakTensors()
         self.pre = HookDict()
         self.post = HookDict()
 
@@ -209,6 +233,10 @@ class AccumulateGrad(Node):
         self._freed = False
         self._packed = None
         self.variable = variable
+
+    def name(self) -> str:
+        # torch's C++ class name, which node-walking code and torch's own tests compare with.
+        return "torch::autograd::AccumulateGrad"
 
     def _release(self) -> None:
         # The leaf itself is not a saved value: a second backward must reach it again.

@@ -82,7 +82,7 @@ from .modules import (
     register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 )
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 
 __all__ = [
     "AdaptiveAvgPool1d",
@@ -93,6 +93,7 @@ __all__ = [
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
+    "Buffer",
     "CELU",
     "CircularPad1d",
     "CircularPad2d",

@@ -27,10 +27,28 @@ from types import FrameType
 
 __all__ = [
     "first_frame_outside_hookgrad",
+    "is_warn_always_enabled",
+    "set_warn_always",
     "user_stacklevel",
     "warn_at_frame",
     "warn_unless_ignored",
 ]
+
+_warn_always = False
+
+
+def set_warn_always(b: bool) -> None:
+    """Make warnings torch issues once per process (its ``TORCH_WARN_ONCE``) warn every time
+    (``torch.set_warn_always``); a code path warning once consults
+    :func:`is_warn_always_enabled`."""
+    global _warn_always
+    _warn_always = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    """Whether :func:`set_warn_always` is on (default False)."""
+    return _warn_always
+
 
 # Python 3.14 can keep filters per context; ``warnings.filters`` is then not the whole story.
 _FILTERS_ARE_GLOBAL = not getattr(sys.flags, "context_aware_warnings", False)

@@ -323,7 +323,9 @@ class BackwardHook:
         replaced = list(values)
         for nr, i in enumerate(index):
             replaced[i] = _identity_view(values[i], node, nr)
-        return tuple(replaced), index
+        if type(values) is tuple:
+            return tuple(replaced), index
+        return type(values)(*replaced), index  # a namedtuple keeps its type, as in torch
 
     # -- backward time -------------------------------------------------------------------------
     def _fire_without_input_grads(self, grad_outputs: tuple[Any, ...]) -> None:

@@ -16,8 +16,10 @@ its hooks, and hands any call it does not handle itself back to ``call_general``
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...utils.hooks import HookDict, RemovableHandle, SnapshotHookDict
@@ -25,6 +27,7 @@ from ...utils.hooks import HookDict, RemovableHandle, SnapshotHookDict
 __all__ = [
     "GLOBAL_HOOKS",
     "GlobalHookTable",
+    "bind_table_names",
     "register_module_backward_hook",
     "register_module_forward_hook",
     "register_module_forward_pre_hook",
@@ -201,6 +204,20 @@ class _GlobalHooks:
             lists = self.backward_lists = (backward, _NO_HOOKS, pre, self.user_backward)
         return lists
 
+    def reset_table(self, table: GlobalHookTable, entries: Mapping[int, Hook]) -> None:
+        """Make ``table`` hold ``entries``: torch code resets its state by assigning a fresh
+        dict to ``torch.nn.modules.module._global_*_hooks`` (see :func:`bind_table_names`).
+
+        Hooks hookgrad registered for itself (an owner's, or ``_internal``) stay: the user
+        reset torch's hooks, not hookgrad's plugin dispatch, which torch does not have.
+        """
+        with self.lock:
+            kept = [(k, h) for k, h in table.items() if k in self.owners or k in self.internal]
+            dict.clear(table)
+            dict.update(table, kept)
+            dict.update(table, entries)
+            table._changed()
+
     def replace_backward(
         self, entries: tuple[tuple[GlobalHookTable, int], ...], hook: Callable[..., Any]
     ) -> None:
@@ -231,6 +248,34 @@ def forward_plan(
 
 
 GLOBAL_HOOKS = _GlobalHooks()
+
+
+class _TableNamespace(types.ModuleType):
+    """A module whose attributes named in ``_table_names`` are views of GLOBAL_HOOKS tables:
+    assigning one of them resets that table instead of rebinding the name."""
+
+    _table_names: dict[str, GlobalHookTable]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        table = self.__dict__.get("_table_names", {}).get(name)
+        if table is None:
+            super().__setattr__(name, value)
+        elif value is not table:
+            GLOBAL_HOOKS.reset_table(table, value)
+
+
+def bind_table_names(module_name: str, names: dict[str, GlobalHookTable]) -> None:
+    """Expose ``names`` on module ``module_name`` as torch's global hook dicts.
+
+    ``module._global_forward_hooks = OrderedDict()`` then empties the live table (keeping
+    hookgrad's own hooks), as the same assignment drops every global hook in torch; reading
+    the name always gives the live table.
+    """
+    module = sys.modules[module_name]
+    for name, table in names.items():
+        module.__dict__[name] = table
+    module.__dict__["_table_names"] = dict(names)
+    module.__class__ = _TableNamespace
 
 
 def _register(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..._dtype import device as _device
@@ -11,7 +12,7 @@ from ..._tensor import Tensor
 if TYPE_CHECKING:
     from .module import Module
 
-__all__ = ["check_name", "discard", "parse_to", "typename"]
+__all__ = ["check_name", "discard", "parse_to", "registered", "typename"]
 
 _TENSOR_TYPE_NAMES = {
     "float16": "HalfTensor",
@@ -81,3 +82,15 @@ def parse_to(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         else:
             dtype = resolve_dtype(arg)
     return dtype
+
+
+def registered(
+    hooks: Mapping[int, Callable[..., Any]], module: Module, name: str, value: Any
+) -> Any:
+    """``value`` after the global registration ``hooks``: each is called as
+    ``hook(module, name, value)`` and a non-None return replaces ``value``."""
+    for hook in tuple(hooks.values()):
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value

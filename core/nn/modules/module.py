@@ -14,12 +14,15 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
 
+from ... import __future__ as _future
 from ..._dtype import float16, float32, float64
 from ..._grad_mode import no_grad
 from ..._tensor import Tensor
-from ..parameter import Parameter
+from ...utils.hooks import HookDict, RemovableHandle
+from ..parameter import Buffer, Parameter
 from ._global_hooks import (
     GLOBAL_HOOKS,
+    bind_table_names,
     register_module_backward_hook,
     register_module_forward_hook,
     register_module_forward_pre_hook,
@@ -27,26 +30,70 @@ from ._global_hooks import (
     register_module_full_backward_pre_hook,
 )
 from ._module_hooks import ModuleHooksMixin, call_with_hooks
-from ._registration import check_name, discard, parse_to, typename
+from ._registration import check_name, discard, parse_to, registered, typename
+from ._state_dict import StateDictHooksMixin, run_state_dict_post_hooks
 
 __all__ = [
     "Module",
     "register_module_backward_hook",
+    "register_module_buffer_registration_hook",
     "register_module_forward_hook",
     "register_module_forward_pre_hook",
     "register_module_full_backward_hook",
     "register_module_full_backward_pre_hook",
+    "register_module_module_registration_hook",
+    "register_module_parameter_registration_hook",
 ]
 
-# torch's module-level names for the global hook tables, for code that inspects them.
+# torch's module-level names for the global hook tables, for code that inspects them or
+# resets them by assignment (bind_table_names).
 _global_forward_pre_hooks = GLOBAL_HOOKS.forward_pre
 _global_forward_hooks = GLOBAL_HOOKS.forward
 _global_forward_hooks_with_kwargs = GLOBAL_HOOKS.forward_with_kwargs
 _global_forward_hooks_always_called = GLOBAL_HOOKS.forward_always_called
 _global_backward_pre_hooks = GLOBAL_HOOKS.backward_pre
 _global_backward_hooks = GLOBAL_HOOKS.backward
+bind_table_names(
+    __name__,
+    {
+        "_global_forward_pre_hooks": GLOBAL_HOOKS.forward_pre,
+        "_global_forward_hooks": GLOBAL_HOOKS.forward,
+        "_global_forward_hooks_with_kwargs": GLOBAL_HOOKS.forward_with_kwargs,
+        "_global_forward_hooks_always_called": GLOBAL_HOOKS.forward_always_called,
+        "_global_backward_pre_hooks": GLOBAL_HOOKS.backward_pre,
+        "_global_backward_hooks": GLOBAL_HOOKS.backward,
+    },
+)
+
+# Hooks run when any module registers a buffer, submodule or parameter; a non-None return
+# replaces the value registered. Read at each registration, so assigning a fresh dict to one
+# of these names resets it, as in torch.
+_global_buffer_registration_hooks: HookDict = HookDict()
+_global_module_registration_hooks: HookDict = HookDict()
+_global_parameter_registration_hooks: HookDict = HookDict()
 
 _M = TypeVar("_M", bound="Module")
+
+
+def register_module_buffer_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Run ``hook(module, name, buffer)`` whenever a module registers a buffer."""
+    handle = RemovableHandle(_global_buffer_registration_hooks)
+    _global_buffer_registration_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_module_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Run ``hook(module, name, submodule)`` whenever a module registers a submodule."""
+    handle = RemovableHandle(_global_module_registration_hooks)
+    _global_module_registration_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_parameter_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Run ``hook(module, name, param)`` whenever a module registers a parameter."""
+    handle = RemovableHandle(_global_parameter_registration_hooks)
+    _global_parameter_registration_hooks[handle.id] = hook
+    return handle
 
 
 def _addindent(text: str, spaces: int) -> str:
@@ -77,7 +124,7 @@ def _forward_unimplemented(self: Module, *args: Any, **kwargs: Any) -> Any:
     )
 
 
-class Module(ModuleHooksMixin):
+class Module(ModuleHooksMixin, StateDictHooksMixin):
     """Base class for all neural network modules; subclasses implement :meth:`forward`."""
 
     dump_patches: ClassVar[bool] = False
@@ -107,6 +154,7 @@ class Module(ModuleHooksMixin):
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = {}
         self._init_hook_tables()
+        self._init_state_dict_hook_tables()
 
     forward: Callable[..., Any] = _forward_unimplemented
 
@@ -145,7 +193,8 @@ class Module(ModuleHooksMixin):
                 "compute the value in the forward() method."
             )
         else:
-            self._parameters[name] = param
+            hooks = _global_parameter_registration_hooks
+            self._parameters[name] = registered(hooks, self, name, param)
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Add a tensor that is state but not a parameter; non-persistent ones skip state_dict."""
@@ -157,7 +206,7 @@ class Module(ModuleHooksMixin):
                 f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
                 "(hookgrad Tensor or None required)"
             )
-        self._buffers[name] = tensor
+        self._buffers[name] = registered(_global_buffer_registration_hooks, self, name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -175,7 +224,7 @@ class Module(ModuleHooksMixin):
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = module
+        self._modules[name] = registered(_global_module_registration_hooks, self, name, module)
 
     register_module = add_module
 
@@ -218,25 +267,34 @@ class Module(ModuleHooksMixin):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             discard(name, d, self._parameters, self._buffers, self._non_persistent_buffers_set)
-            modules[name] = value
+            modules[name] = registered(_global_module_registration_hooks, self, name, value)
         elif modules is not None and name in modules:
             if value is not None:
                 raise TypeError(
                     f"cannot assign '{typename(value)}' as child module '{name}' "
                     "(hookgrad.nn.Module or None expected)"
                 )
-            modules[name] = value
+            modules[name] = registered(_global_module_registration_hooks, self, name, value)
         else:
             buffers = d.get("_buffers")
-            if buffers is not None and name in buffers:
-                if value is not None and not isinstance(value, Tensor):
-                    raise TypeError(
-                        f"cannot assign '{typename(value)}' as buffer '{name}' "
-                        "(hookgrad Tensor or None expected)"
-                    )
-                buffers[name] = value
+            if isinstance(value, Buffer) or (buffers is not None and name in buffers):
+                self._set_buffer(name, value)
             else:
                 object.__setattr__(self, name, value)
+
+    def _set_buffer(self, name: str, value: Any) -> None:
+        """``module.name = value`` for a Buffer or a registered buffer's name: register it,
+        persistent as the Buffer says, else as the buffer already was."""
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(
+                f"cannot assign '{typename(value)}' as buffer '{name}' "
+                "(hookgrad.nn.Buffer, hookgrad.Tensor or None expected)"
+            )
+        if isinstance(value, Buffer):
+            persistent = value.persistent
+        else:
+            persistent = name not in self._non_persistent_buffers_set
+        self.register_buffer(name, value, persistent)
 
     def __delattr__(self, name: str) -> None:
         if name in self._parameters:
@@ -263,6 +321,7 @@ class Module(ModuleHooksMixin):
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
         if "_forward_hooks" not in self.__dict__:
             self._init_hook_tables()
+        self._init_state_dict_hook_tables()  # pickles from before these hooks existed
 
     # ------------------------------------------------------------------ traversal
     def named_modules(
@@ -417,12 +476,22 @@ class Module(ModuleHooksMixin):
 
     # ------------------------------------------------------------------ dtype and device
     def _apply(self: _M, fn: Callable[[Tensor], Tensor]) -> _M:
-        """Replace every parameter's and buffer's data by ``fn(tensor)``, keeping the objects."""
+        """Replace every parameter's and buffer's data by ``fn(tensor)``, keeping the parameter
+        objects unless ``hookgrad.__future__`` asks to overwrite them (and not to swap)."""
         for module in self.children():
             module._apply(fn)
+        overwrite = (
+            _future.get_overwrite_module_params_on_conversion()
+            and not _future.get_swap_module_params_on_conversion()
+        )
         with no_grad():
-            for param in self._parameters.values():
+            for key, param in self._parameters.items():
                 if param is None:
+                    continue
+                if overwrite:
+                    new = self._parameters[key] = Parameter(fn(param), param.requires_grad)
+                    if param._grad is not None:
+                        new._grad = fn(param._grad)
                     continue
                 param._data = fn(param)._data
                 if param._grad is not None:
@@ -508,16 +577,19 @@ class Module(ModuleHooksMixin):
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()  # type: ignore[attr-defined]
+        local_metadata = {"version": self._version}
         metadata = getattr(destination, "_metadata", None)
         if metadata is not None:
-            metadata[prefix[:-1]] = {"version": self._version}
+            metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(
                     destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
                 )
-        return destination
+        return run_state_dict_post_hooks(self, destination, prefix, local_metadata)
 
     def _load_from_state_dict(
         self,

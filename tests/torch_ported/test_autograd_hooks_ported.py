@@ -1,0 +1,132 @@
+"""PyTorch's own autograd hook tests that pin a rule of ours, adapted to run on hookgrad and on
+torch 2.13 alike (the ``lib`` fixture).
+
+Source: pytorch ``test/test_autograd.py``, class TestAutograd; each test names the torch test it
+comes from. (test_prehook_ordering, test_post_accumulate_grad_hook_ordering and
+test_retain_grad_cycle are ported in tests/hooks/test_node_hook_semantics_vs_torch.py.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_hook_edge_case_when_called_with_grad(lib):
+    """autograd.grad runs the tensor hooks of an input's node but neither its pre- nor its
+    post-hooks unless the node runs for another input; backward runs them all.
+    From TestAutograd.test_hook_edge_case_when_called_with_grad."""
+    a = lib.tensor(1.0, requires_grad=True)
+    b = a * 2
+    c = b * 2
+    counts = {"tensor": 0, "pre": 0, "post": 0}
+
+    def bump(kind):
+        def hook(*args):
+            counts[kind] += 1
+
+        return hook
+
+    a.register_hook(bump("tensor"))
+    b.register_hook(bump("tensor"))
+    acc = b.grad_fn.next_functions[0][0]
+    acc.register_hook(bump("post"))
+    acc.register_prehook(bump("pre"))
+    b.grad_fn.register_hook(bump("post"))
+    b.grad_fn.register_prehook(bump("pre"))
+
+    def run(action):
+        counts.update(tensor=0, pre=0, post=0)
+        action()
+        return counts["tensor"], counts["pre"], counts["post"]
+
+    assert run(lambda: lib.autograd.grad(c, inputs=(b), retain_graph=True)) == (1, 0, 0)
+    assert run(lambda: lib.autograd.grad(c, inputs=(a, b), retain_graph=True)) == (2, 1, 1)
+    assert run(lambda: c.backward(retain_graph=True)) == (2, 2, 2)
+    assert run(lambda: c.backward(inputs=(a, b), retain_graph=True)) == (2, 2, 2)
+
+
+def test_accumulate_grad_posthooks_can_observe_tensor_prehook(lib):
+    """Pre- and post-hooks of a leaf's AccumulateGrad see the gradient its tensor hook made.
+    From TestAutograd.test_accumulate_grad_posthooks_can_observe_tensor_prehook."""
+    a = lib.tensor(1.0, requires_grad=True)
+    seen = []
+    b = a.clone()
+    acc = b.grad_fn.next_functions[0][0]
+    acc.register_hook(lambda g_in, g_out: seen.append(("post", len(g_in), g_out[0].item())))
+    acc.register_prehook(lambda g_out: seen.append(("pre", len(g_out), g_out[0].item())))
+    a.register_hook(lambda g: g * 2)
+    b.backward()
+    assert seen == [("pre", 1, 2.0), ("post", 0, 2.0)]
+
+
+def test_accumulate_grad_posthooks_should_not_execute(lib):
+    """backward(inputs=[b]) runs no hook of a leaf outside the requested part of the graph.
+    From TestAutograd.test_accumulate_grad_posthooks_should_not_execute."""
+
+    def fail(*args):
+        raise RuntimeError
+
+    a = lib.tensor(1.0, requires_grad=True)
+    a.register_hook(fail)
+    b = lib.tensor(1.0, requires_grad=True)
+    c = a.clone()
+    c.grad_fn.next_functions[0][0].register_hook(fail)
+    (a + b + c).sum().backward(inputs=[b])
+    assert b.grad.item() == 1.0 and a.grad is None
+
+
+def test_retains_grad_can_always_observe_tensor_prehook(lib):
+    """retain_grad stores the gradient after every tensor hook, whatever the order.
+    From TestAutograd.test_retains_grad_can_always_observe_tensor_prehook."""
+    for hooks_before in (1, 0):
+        a = lib.tensor(1.0, requires_grad=True)
+        b = a.clone()
+        for _ in range(hooks_before):
+            b.register_hook(lambda g: g * 2)
+        b.retain_grad()
+        b.register_hook(lambda g: g * 2)
+        b.clone().backward()
+        assert b.grad.item() == 2.0 * 2**hooks_before
+
+
+@pytest.mark.parametrize("custom_function", [True, False])
+def test_grad_fn_prehooks_remove_hooks(lib, custom_function):
+    """A node pre-hook removed before or during backward does not run (removing twice is fine).
+    From TestAutograd.test_grad_fn_prehooks_remove_hooks."""
+
+    class Mul2(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    mul2 = Mul2.apply if custom_function else (lambda x: x * 2)
+    counter = [0]
+
+    def prehook(grad_output):
+        counter[0] += 1
+
+    a = lib.ones(3, 3, requires_grad=True)
+    b = mul2(a)
+    handle = b.grad_fn.register_prehook(prehook)
+    b.grad_fn.register_prehook(prehook)
+    handle.remove()
+    b.sum().backward()
+    assert counter[0] == 1 and a.grad.tolist() == [[2.0] * 3] * 3
+
+    def prehook1(grad_output):
+        handle2.remove()
+        handle3.remove()
+
+    counter[0] = 0
+    a = lib.ones(3, 3, requires_grad=True)
+    b = mul2(a)
+    b.grad_fn.register_prehook(prehook1)
+    handle2 = b.grad_fn.register_prehook(prehook)
+    handle3 = b.grad_fn.register_prehook(prehook)
+    handle3.remove()
+    b.sum().backward()
+    assert counter[0] == 1 and a.grad.tolist() == [[2.0] * 3] * 3
