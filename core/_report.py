@@ -25,6 +25,7 @@ from ._report_records import (
     FIRST_STEP,
     Clip,
     Entry,
+    Health,
     LossScale,
     ModuleGrad,
     NonFinite,
@@ -178,12 +179,13 @@ def _log2(scale: float) -> float:
 
 
 def findings(entries: Iterable[Entry]) -> list[str]:
-    """One sentence per step nan_guard flagged and per spike_guard decision, and a line on
-    clipping and loss scaling."""
+    """One sentence per step nan_guard flagged and per spike_guard decision, a line on
+    clipping and loss scaling, and param_health's findings."""
     entries = list(entries)
     lines = [_nonfinite_sentence(step, group) for step, group in _nan_steps(entries).items()]
     spikes = [_spike_sentence(e) for e in entries if isinstance(e.data, Spike)]
-    return [*lines, *spikes, *_clip_summary(entries), *_scale_summary(entries)]
+    health = [line for e in entries if isinstance(e.data, Health) for line in _health(e.data)]
+    return [*lines, *spikes, *_clip_summary(entries), *_scale_summary(entries), *health]
 
 
 def _of(entries: Iterable[Entry], plugin: str, kind: str) -> list[Entry]:
@@ -242,6 +244,20 @@ def _spike_sentence(entry: Entry) -> str:
         after = "?" if data.snapshot_step is None else data.snapshot_step + FIRST_STEP
         return f"spike_guard: step {entry.step} rolled back to the snapshot of step {after}: {why}"
     return f"spike_guard: step {entry.step} skipped: {why}"
+
+
+def _health(report: Health) -> list[str]:
+    """param_health's report: a line per finding, or that every parameter is healthy."""
+    lines = [
+        f"param_health: {d.fraction:.1%} of the units of {d.param} (module {_quoted(d.module)}) "
+        "are dead"
+        for d in report.dead
+    ]
+    for kind in ("unused", "frozen", "exploding"):
+        names: list[str] = getattr(report, kind)
+        if names:
+            lines.append(f"param_health: {kind}: {', '.join(names)}")
+    return lines or ["param_health: every watched parameter is healthy"]
 
 
 def _g(number: float | None) -> str:

@@ -25,6 +25,7 @@ from .runtime._records import LogFormatError, read_events
 __all__ = [
     "FIRST_STEP",
     "READS",
+    "Health",
     "Clip",
     "Entry",
     "Log",
@@ -129,6 +130,21 @@ class Spike(SkipStep):
     """``rolled_back``: the step (a record step, from 0) after which the snapshot was taken."""
 
 
+class _DeadUnits(_Data):
+    module: Text
+    param: Text
+    fraction: Annotated[float, Field(ge=0, le=1)]
+
+
+class Health(_Data):
+    """param_health ``health_report``: the parameters found unhealthy, by kind."""
+
+    unused: list[Text] = Field(default_factory=list)
+    dead: list[_DeadUnits] = Field(default_factory=list)
+    frozen: list[Text] = Field(default_factory=list)
+    exploding: list[Text] = Field(default_factory=list)
+
+
 READS: Final[Mapping[tuple[str, str], type[_Data]]] = {
     ("grad_stats", "module_grad"): ModuleGrad,
     ("grad_clip", "clip"): Clip,
@@ -140,6 +156,7 @@ READS: Final[Mapping[tuple[str, str], type[_Data]]] = {
     ("spike_guard", "skip_step"): Spike,
     ("spike_guard", "spike_clipped"): Spike,
     ("spike_guard", "rolled_back"): Spike,
+    ("param_health", "health_report"): Health,
 }
 """The (plugin, kind) records read, with the model of their ``data``; and every ``skip_step``."""
 

@@ -98,13 +98,25 @@ def test_demo_writes_the_log_the_picture_and_loss_csv(mlp_run: Run) -> None:
     assert [row["step"] for row in rows if row["accuracy"]] == ["10", "20", "30"]
 
 
-def test_demo_runs_the_five_built_ins_of_the_example_config(mlp_run: Run) -> None:
+def test_demo_runs_the_six_built_ins_of_the_example_config(mlp_run: Run) -> None:
     """The output names the config's plugins; each wrote records but spike_guard, which saw
     no spike (test_inject_spike_* below give it one)."""
-    plugins = "grad_scale, nan_guard, grad_stats, grad_clip, spike_guard"
+    plugins = "grad_scale, nan_guard, grad_stats, grad_clip, spike_guard, param_health"
     assert f"config: {EXAMPLE_CONFIG}; plugins: {plugins}\n" in mlp_run.result.output
     recorded = {r["plugin"] for r in mlp_run.records if "kind" in r}
-    assert recorded == {*BUILT_INS, "demo"}
+    assert recorded == {*BUILT_INS, "param_health", "demo"}
+
+
+def test_demo_prints_param_healths_report_from_its_record(mlp_run: Run) -> None:
+    """The run's health_report record (at the runtime's end) is what the last lines say."""
+    (report,) = mlp_run.of("param_health", "health_report")
+    expected = [
+        f"param_health: {d['fraction']:.1%} of the units of {d['param']} "
+        f"(module '{d['module']}') are dead"
+        for d in report["data"]["dead"]
+    ] or ["param_health: every watched parameter is healthy"]
+    lines = mlp_run.result.output.splitlines()
+    assert [x for x in lines if x.startswith("param_health")] == expected
 
 
 def test_demo_records_share_the_runtime_step(mlp_run: Run) -> None:
@@ -652,4 +664,20 @@ def test_findings_of_spike_guard_records_one_line_each() -> None:
         "gradients scaled by 0.3125",
         "spike_guard: step 12 skipped: loss inf is not finite",
         "spike_guard: step 13 skipped: loss 2 is a spike (z off the scale; mean 1.5, std 0)",
+    ]
+
+
+def test_findings_of_a_health_report_name_each_parameter() -> None:
+    """A health_report with every kind: a line per dead weight and per kind, in that order."""
+    data = {
+        "unused": ["b.weight", "b.bias"],
+        "dead": [{"module": "0", "param": "0.weight", "fraction": 0.375}],
+        "frozen": [],
+        "exploding": ["2.weight"],
+    }
+    records = [{"plugin": "param_health", "kind": "health_report", "step": 5, "data": data}]
+    assert findings(plugin_entries(records)) == [
+        "param_health: 37.5% of the units of 0.weight (module '0') are dead",
+        "param_health: unused: b.weight, b.bias",
+        "param_health: exploding: 2.weight",
     ]
