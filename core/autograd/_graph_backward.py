@@ -28,24 +28,32 @@ Grads = list["Tensor | None"]
 
 
 def drain_graph(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
-    """Run every ready node in ``_drain``'s order, with Tensor gradients."""
+    """Run every ready node in ``_drain``'s order, with Tensor gradients, capturing and
+    running hooks where ``_drain`` does."""
+    from ._engine import _capture  # the engine imports this module
+
     buffers, deps, needed, captures = task.buffers, task.deps, task.needed, task.captures
     counter = 0
     while ready:
         node = heapq.heappop(ready)[2]
         grads: Grads = buffers.pop(node)  # type: ignore[assignment]
-        if needed is not None and node not in needed:
-            continue
         hooks = node._hooks
+        if needed is not None and node not in needed:
+            # autograd.grad captures here without running the node: its tensor hooks only
+            if captures is not None and any((node, nr) in captures for nr in range(len(grads))):
+                if hooks is not None:
+                    grads = _run_pre_hooks(hooks, grads, node_hooks=False)
+                _capture(captures, node, grads)  # type: ignore[arg-type]
+            continue
+        if captures is not None:  # a node that runs: torch captures before its hooks
+            _capture(captures, node, grads)  # type: ignore[arg-type]
         if hooks is not None:
             grads = _run_pre_hooks(hooks, grads)
-        if captures is not None:
-            for nr, grad in enumerate(grads):
-                if (node, nr) in captures:
-                    captures[(node, nr)] = grad  # type: ignore[assignment]
         if type(node) is AccumulateGrad:
             if captures is None:
                 _accumulate(node.variable, grads[0])
+                if hooks is not None and hooks.post:
+                    _run_post_hooks(hooks, (), grads)
             continue
         outputs = _compute(node, grads)
         if hooks is not None and hooks.post:
@@ -114,8 +122,9 @@ def _run_tensor_hooks(hooks: tuple[Callable[..., Any], ...], grad: Tensor | None
     return grad
 
 
-def _run_pre_hooks(hooks: NodeHooks, grads: Grads) -> Grads:
-    """Tensor hooks, then retain_grad, then the node's pre-hooks (``run_pre_hooks``' order)."""
+def _run_pre_hooks(hooks: NodeHooks, grads: Grads, node_hooks: bool = True) -> Grads:
+    """Tensor hooks, then retain_grad, then (``node_hooks``) the node's pre-hooks
+    (``run_pre_hooks``' order)."""
     for nr, table in tuple(hooks.tensor_pre.items()):
         grads[nr] = _run_tensor_hooks(table.hooks, grads[nr])
     for nr, tensor in tuple(hooks.retains_grad.items()):
@@ -123,7 +132,7 @@ def _run_pre_hooks(hooks: NodeHooks, grads: Grads) -> Grads:
         if grad is not None:
             current = tensor._grad
             tensor._grad = grad.clone() if current is None else current + grad
-    for hook in tuple(hooks.pre.values()):
+    for hook in tuple(hooks.pre.values()) if node_hooks else ():
         result = hook(tuple(grads))
         if result is not None:
             grads = _replace_all(hook, result, grads)
