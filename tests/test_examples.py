@@ -89,10 +89,11 @@ def test_train_demo_reaches_accuracy(run_example: Callable[[str], str]) -> None:
 
 
 def test_train_demo_runs_under_the_example_config(tmp_path: Path) -> None:
-    """--config examples/hookgrad.toml: the four built-ins act on the unchanged training loop.
+    """--config examples/hookgrad.toml: the built-ins act on the unchanged training loop.
 
     grad_stats prints its per-layer table, and events.jsonl (the config's relative path, in
-    the current directory) holds the records of those with something to report.
+    the current directory) holds the records of those with something to report (param_health
+    its report at the end; nan_guard and spike_guard saw nothing).
     """
     config = EXAMPLES / "hookgrad.toml"
     command = [sys.executable, str(EXAMPLES / "train_demo.py"), "--steps", "20", "--config"]
@@ -103,7 +104,7 @@ def test_train_demo_runs_under_the_example_config(tmp_path: Path) -> None:
     assert re.search(r"^module +steps +pre-clip last", result.stdout, re.MULTILINE)
     with (tmp_path / "events.jsonl").open() as f:
         plugins = {record.get("plugin") for record in map(json.loads, f) if "kind" in record}
-    assert plugins == {"grad_clip", "grad_scale", "grad_stats"}  # nan_guard: nothing to report
+    assert plugins == {"grad_clip", "grad_scale", "grad_stats", "param_health"}
 
 
 def test_gradient_flow_reports_every_module(run_example: Callable[[str], str]) -> None:
