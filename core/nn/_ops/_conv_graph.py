@@ -29,7 +29,7 @@ def convolution_backward_graph(node: Node, g: Tensor) -> tuple[Tensor | None, ..
     x, w = saved_tensor(node, 0), saved_tensor(node, 1)
     # The node's geometry is the 2-D convolution's plus the kernel and the input's own shape:
     # conv1d and unbatched input run as a batched conv2d, so their tensors go through 4-D.
-    shape, padding, stride, dilation, out_hw, groups, kernel, in_shape = node._geometry  # type: ignore[attr-defined]
+    shape, padding, stride, dilation, out_hw, groups, kernel, in_shape = node._geometry
     geometry = (shape, padding, stride, dilation, out_hw, groups)
     w4 = w if w.dim() == 4 else w.reshape(w.shape[0], w.shape[1], *kernel)
     g4 = g.reshape(shape[0], w4.shape[0], *out_hw)

@@ -120,7 +120,7 @@ def _multinomial(
     """``torch.multinomial(weights, num_samples, replacement, generator=generator)``, as
     torch's sampler draws its indices."""
     rows = _wrap(np.asarray(weights, dtype=np.float64))
-    return multinomial(rows, num_samples, replacement, generator=generator).tolist()  # type: ignore[no-any-return]
+    return multinomial(rows, num_samples, replacement, generator=generator).tolist()
 
 
 class WeightedRandomSampler(Sampler[int]):
