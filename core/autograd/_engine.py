@@ -191,10 +191,10 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
         grads = buffers.pop(node)
         if needed is not None and node not in needed:
             if task.captures is not None:
-                _capture_unneeded(task.captures, node, grads)
+                _hook_calls.capture_unneeded(task.captures, node, grads)
             continue
         if task.captures is not None:  # a node that runs: torch captures before its hooks
-            _capture(task.captures, node, grads)
+            _hook_calls.capture(task.captures, node, grads)
         hooks = node._hooks
         if hooks is not None:
             grads = run_pre_hooks(node, hooks, grads)
@@ -282,27 +282,6 @@ def _accumulate_leaf(task: _GraphTask, leaf: AccumulateGrad, grad: np.ndarray | 
     _accumulate(task, leaf.variable, grad)
     if hooks.post:  # AccumulateGrad post-hooks: hook((), (grad,)), after post-accumulate hooks
         _hook_calls.run_post_hooks(leaf, hooks, (), [grad])
-
-
-def _capture_unneeded(
-    captures: dict[Edge, np.ndarray | None], node: Node, grads: list[np.ndarray | None]
-) -> None:
-    """Capture for ``autograd.grad`` at a node that does not run: torch runs the tensor hooks
-    (and retain_grad) of its captured outputs first, never the node's own hooks."""
-    if not any((node, nr) in captures for nr in range(len(grads))):
-        return
-    hooks = node._hooks
-    if hooks is not None:
-        grads = _hook_calls.run_tensor_pre_hooks(hooks, grads)
-    _capture(captures, node, grads)
-
-
-def _capture(
-    captures: dict[Edge, np.ndarray | None], node: Node, grads: list[np.ndarray | None]
-) -> None:
-    for nr, grad in enumerate(grads):
-        if (node, nr) in captures:
-            captures[(node, nr)] = grad
 
 
 def _count_dependencies(task: _GraphTask, roots: Sequence[Edge]) -> None:

@@ -130,3 +130,56 @@ def test_grad_fn_prehooks_remove_hooks(lib, custom_function):
     handle3.remove()
     b.sum().backward()
     assert counter[0] == 1 and a.grad.tolist() == [[2.0] * 3] * 3
+
+
+def test_full_backward_hook_double_backward(lib):
+    """autograd.grad(create_graph=True) captures a leaf input's gradient, the module's full
+    backward hook fires once, and differentiating that gradient again fires it no more.
+    From TestAutograd.test_full_backward_hook_double_backward."""
+    x = lib.tensor([0.25], requires_grad=True)
+    y = lib.tensor([1.0])
+    func = lib.nn.MSELoss()
+    counter = [0]
+    func.register_full_backward_hook(
+        lambda module, grad_input, grad_output: counter.__setitem__(0, counter[0] + 1)
+    )
+    (gradx_f,) = lib.autograd.grad(func(x, y), x, create_graph=True)
+    assert counter[0] == 1
+    assert gradx_f.item() == pytest.approx(-1.5)
+    (second,) = lib.autograd.grad(gradx_f, x)
+    assert counter[0] == 1
+    assert second.item() == pytest.approx(2.0)
+
+
+def test_hook_edge_case_when_called_with_grad_under_create_graph(lib):
+    """With create_graph=True autograd.grad and backward run the same hooks as without:
+    tensor hooks only at a captured input's node, AccumulateGrad post-hooks on backward.
+    TestAutograd.test_hook_edge_case_when_called_with_grad, run under create_graph."""
+    a = lib.tensor(1.0, requires_grad=True)
+    b = a * 2
+    c = b * b
+    counts = {"tensor": 0, "pre": 0, "post": 0}
+
+    def bump(kind):
+        def hook(*args):
+            counts[kind] += 1
+
+        return hook
+
+    a.register_hook(bump("tensor"))
+    b.register_hook(bump("tensor"))
+    acc = b.grad_fn.next_functions[0][0]
+    acc.register_hook(bump("post"))
+    acc.register_prehook(bump("pre"))
+    b.grad_fn.register_hook(bump("post"))
+    b.grad_fn.register_prehook(bump("pre"))
+
+    def run(action):
+        counts.update(tensor=0, pre=0, post=0)
+        action()
+        return counts["tensor"], counts["pre"], counts["post"]
+
+    assert run(lambda: lib.autograd.grad(c, inputs=(b), create_graph=True)) == (1, 0, 0)
+    assert run(lambda: lib.autograd.grad(c, inputs=(a, b), create_graph=True)) == (2, 1, 1)
+    assert run(lambda: c.backward(create_graph=True)) == (2, 2, 2)
+    assert a.grad.item() == 8.0 and a.grad.requires_grad
