@@ -31,7 +31,7 @@ from .._tensor import _wrap
 from ..utils._warnings import first_frame_outside_hookgrad
 from . import _hook_calls
 from ._graph_backward import drain_graph
-from ._saved import unpack_node
+from ._saved import hooks_snapshot, restore_hooks, unpack_node
 from .graph import AccumulateGrad, Node
 
 if TYPE_CHECKING:
@@ -142,6 +142,7 @@ def run_backward(
     # Hooks and formulas run without recording (T-16), unless asked to (create_graph).
     _grad_state.enabled = create_graph
     _running.stack.append(task)
+    saved_hooks = hooks_snapshot()
     try:
         # Non-finite gradients are data here, not an error: torch stays silent, so does numpy.
         with np.errstate(all="ignore"):
@@ -153,6 +154,7 @@ def run_backward(
     finally:
         _running.stack.pop()
         _grad_state.enabled = previous_mode
+        restore_hooks(saved_hooks)
     if task.captures is None:
         return []
     return [task.captures[edge] for edge in inputs or ()]

@@ -183,3 +183,92 @@ def test_hook_edge_case_when_called_with_grad_under_create_graph(lib):
     assert run(lambda: lib.autograd.grad(c, inputs=(a, b), create_graph=True)) == (2, 1, 1)
     assert run(lambda: c.backward(create_graph=True)) == (2, 2, 2)
     assert a.grad.item() == 8.0 and a.grad.requires_grad
+
+
+def test_saved_tensor_hooks_extra_exit_during_bw_no_crash(lib):
+    """A saved_tensors_hooks context exited inside backward (by an unpack hook) does not outlive
+    that backward, and a bare __exit__() is accepted.
+    From TestAutograd.test_saved_tensor_hooks_extra_exit_during_bw_no_crash."""
+
+    def unpack(x):
+        ctx_1.__exit__()
+        return x
+
+    ctx_1 = lib.autograd.graph.saved_tensors_hooks(lambda x: x, unpack)
+    ctx_2 = lib.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x)
+    for _ in range(10):
+        with ctx_2:
+            ctx_1.__enter__()
+            x = lib.ones(3, 3, requires_grad=True)
+            x.sin().sum().backward()
+    for _ in range(10):
+        ctx_1.__exit__()
+    a = lib.tensor(1.0, requires_grad=True)
+    y = a.exp()
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)  # no hooks pushed
+
+
+def test_saved_tensor_hooks_extra_enter_during_bw_no_leak(lib):
+    """A saved_tensors_hooks context entered inside backward (by an unpack hook) is dropped when
+    that backward ends: later ops are packed by no hooks at all.
+    From TestAutograd.test_saved_tensor_hooks_extra_enter_during_bw_no_leak (the leak, seen as
+    the pushed hooks still applying after backward)."""
+    packed = []
+    ctx_1 = lib.autograd.graph.saved_tensors_hooks(lambda x: packed.append(1) or x, lambda x: x)
+
+    def unpack(x):
+        ctx_1.__enter__()
+        return x
+
+    x = lib.ones(3, 3, requires_grad=True)
+    with lib.autograd.graph.saved_tensors_hooks(lambda x: x, unpack):
+        x.sin().sum().backward()
+    y = x.exp()
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)  # no hooks pushed
+    assert packed == []
+
+
+def test_pack_hook_with_inplace_modification_should_fail(lib):
+    """A pack hook that writes to its input in place is a RuntimeError, for default hooks and
+    for register_hooks alike. From TestAutograd.test_pack_hook_with_inplace_modification_should_fail."""
+    a = lib.ones(5, requires_grad=True)
+
+    def inc(x):
+        x += 1
+        return x
+
+    message = "A saved tensor pack hook is modifying its input in place."
+    with (
+        lib.autograd.graph.saved_tensors_hooks(inc, lambda x: x),
+        pytest.raises(RuntimeError, match=message),
+    ):
+        lib.exp(a)
+    y = lib.exp(a)
+    with pytest.raises(RuntimeError, match=message):
+        y.grad_fn._raw_saved_result.register_hooks(inc, lambda x: x)
+
+
+def test_saved_variable_packing_unpacking_with_hooks_keeps_the_graph(lib):
+    """An unpacked saved value sits where the saved tensor sat in the graph (its grad_fn),
+    whatever the unpack hook returned, and double backward runs through packed values.
+    From TestAutograd.test_saved_variable_packing_unpacking_did_not_save_original_with_hooks,
+    test_saved_variable_packing_unpacking_saved_original_with_hooks and
+    test_default_saved_tensors_hooks_double_backward."""
+    a = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    y = lib.exp(a)
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)
+    assert y.grad_fn._saved_result.grad_fn is y.grad_fn
+    y.sum().backward()
+    assert a.grad.tolist() == pytest.approx(y.tolist())
+
+    b = 1 + a
+    t = b * b
+    t.grad_fn._raw_saved_self.register_hooks(lambda x: 2 * x, lambda x: x / 2)
+    assert t.grad_fn._saved_self.grad_fn is b.grad_fn
+
+    with lib.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        c = a.detach().requires_grad_()
+        s = (c**3).sum()
+        (g,) = lib.autograd.grad(s, (c,), create_graph=True)
+        g.sum().backward()
+    assert c.grad.tolist() == pytest.approx([3.0, 6.0, 12.0])
