@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SavedTensor",
     "disable_saved_tensors_hooks",
+    "hooks_enabled",
     "hooks_snapshot",
     "pack_node",
     "restore_hooks",
@@ -108,6 +109,12 @@ class saved_tensors_hooks:
         if _local.stack:
             _local.stack.pop()
             state.active -= 1
+
+
+def hooks_enabled() -> bool:
+    """Whether saved-tensor hooks may be pushed in this thread (no
+    ``disable_saved_tensors_hooks`` in force): ``torch._C._autograd._saved_tensors_hooks_is_enabled``."""
+    return _local.disabled is None
 
 
 def hooks_snapshot() -> list[tuple[Pack, Unpack]]:

@@ -272,3 +272,57 @@ def test_saved_variable_packing_unpacking_with_hooks_keeps_the_graph(lib):
         (g,) = lib.autograd.grad(s, (c,), create_graph=True)
         g.sum().backward()
     assert c.grad.tolist() == pytest.approx([3.0, 6.0, 12.0])
+
+
+def test_default_saved_tensors_hooks_double_backward(lib):
+    """Double backward uses the values the pack hooks made, for tensors saved in the forward
+    and in the recorded backward alike.
+    From TestAutograd.test_default_saved_tensors_hooks_double_backward."""
+    double = (lambda x: 2 * x, lambda x: x)
+    with lib.autograd.graph.saved_tensors_hooks(*double):
+        a = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        s = (a**3).sum()
+    (g,) = lib.autograd.grad(s, (a,), create_graph=True)
+    g.sum().backward()
+    assert a.grad.tolist() == pytest.approx((6 * 2 * a).tolist())  # a saved once, doubled
+
+    a = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    s = (a**3).sum()
+    with lib.autograd.graph.saved_tensors_hooks(*double):
+        (g,) = lib.autograd.grad(s, (a,), create_graph=True)
+        g.sum().backward()
+    assert a.grad.tolist() == pytest.approx((6 * 4 * a).tolist())  # grad and a saved
+
+
+def test_disabling_saved_tensor_hooks_is_enabled(lib):
+    """torch._C._autograd._saved_tensors_hooks_is_enabled() is False exactly inside
+    disable_saved_tensors_hooks. From TestAutograd.test_disabling_saved_tensor_hooks_nested."""
+    enabled = lib._C._autograd._saved_tensors_hooks_is_enabled
+    with lib.autograd.graph.disable_saved_tensors_hooks("outer"):
+        with (
+            lib.autograd.graph.disable_saved_tensors_hooks("inner"),
+            pytest.raises(RuntimeError, match="inner"),
+        ):
+            lib.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x).__enter__()
+        assert enabled() is False
+    assert enabled() is True
+
+
+def test_create_graph_cycle_warning_under_warn_always(lib):
+    """backward(create_graph=True) warns of the reference cycle on every call while
+    set_warn_always(True) holds. From TestAutograd.test_create_graph_and_full_backward_hook_cycle."""
+    import warnings
+
+    previous = lib.is_warn_always_enabled()
+    lib.set_warn_always(True)
+    try:
+        for _ in range(2):
+            a = lib.tensor(1.0, requires_grad=True)
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                (a**2).backward(create_graph=True)
+            found = [x for x in w if "Using backward() with create_graph=True" in str(x.message)]
+            assert len(found) == 1
+            a.grad = None
+    finally:
+        lib.set_warn_always(previous)
