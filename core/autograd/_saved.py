@@ -33,6 +33,7 @@ __all__ = [
     "hooks_enabled",
     "hooks_snapshot",
     "pack_node",
+    "pack_tensors",
     "restore_hooks",
     "save_on_cpu",
     "saved_tensors_hooks",
@@ -246,6 +247,15 @@ def pack_node(node: Node, output: Tensor) -> None:
             setattr(node, field, None)
     node._packed = packed
     node._versions = ()  # the hooks own the values now: no version check (as torch)
+
+
+def pack_tensors(tensors: tuple[Tensor | None, ...]) -> list[_Packed | None] | None:
+    """A custom Function's saved tensors packed by the innermost pack hook, or None when no
+    hooks are pushed in this thread."""
+    if not _local.stack:
+        return None
+    pack, unpack = _local.stack[-1]
+    return [None if t is None else _Packed(_pack(pack, t), unpack, t) for t in tensors]
 
 
 def unpack_node(node: Node) -> None:

@@ -326,3 +326,32 @@ def test_create_graph_cycle_warning_under_warn_always(lib):
             a.grad = None
     finally:
         lib.set_warn_always(previous)
+
+
+def test_saved_tensors_hook_version_counter_not_shared(lib):
+    """A custom Function's saved tensors go through the saved-tensor hooks: backward gets what
+    unpack returns, and writing to it leaves the original's version alone.
+    From TestAutograd.test_saved_tensors_hook_version_counter_not_shared."""
+    a = lib.tensor(1.0, requires_grad=True)
+    a_replacement = a.detach().clone()
+    seen = []
+
+    class Test(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            before = a._version
+            x.add_(1)
+            seen.append((a._version - before, x.item()))
+            return grad_output
+
+    with lib.autograd.graph.saved_tensors_hooks(lambda x: a_replacement, lambda x: x):
+        b = Test.apply(a)
+    b.backward()
+    assert seen == [(0, 2.0)]
+    assert a_replacement.item() == 2.0
