@@ -44,7 +44,7 @@ def drain_graph(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
             _hook_calls.capture(captures, node, grads)
         hooks = node._hooks
         if hooks is not None:
-            grads = _hook_calls.run_pre_hooks(node, hooks, grads)  # type: ignore[arg-type]
+            grads = _hook_calls.run_pre_hooks(node, hooks, grads)  # type: ignore[arg-type, assignment]
         if type(node) is AccumulateGrad:
             if captures is None:
                 _accumulate(node.variable, grads[0])
@@ -53,7 +53,7 @@ def drain_graph(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
             continue
         outputs = _compute(node, grads)
         if hooks is not None and hooks.post:
-            outputs = _hook_calls.run_post_hooks(node, hooks, outputs, grads)  # type: ignore[arg-type]
+            outputs = _hook_calls.run_post_hooks(node, hooks, outputs, grads)  # type: ignore[arg-type, assignment]
         if not task.retain_graph and node._saved_fields:
             node._release()
         for edge, grad in zip(node._next, outputs):

@@ -53,7 +53,7 @@ def _checked_replacement(
         return checked_hook_result(_hook_name(hook), value, None, None)
     if isinstance(like, Tensor):
         checked_hook_result(_hook_name(hook), value, like._data.shape, like._data.dtype)
-        return value  # type: ignore[no-any-return]
+        return value
     return checked_hook_result(_hook_name(hook), value, like.shape, like.dtype)
 
 
