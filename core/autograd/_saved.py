@@ -128,7 +128,7 @@ def hooks_snapshot() -> list[tuple[Pack, Unpack]]:
 def restore_hooks(snapshot: list[tuple[Pack, Unpack]]) -> None:
     """Put back the pairs :func:`hooks_snapshot` saw (no-op when nothing changed)."""
     stack = _local.stack
-    if len(stack) != len(snapshot) or any(a is not b for a, b in zip(stack, snapshot)):
+    if stack != snapshot:  # pairs of functions: equal only if the very same
         state.active += len(snapshot) - len(stack)
         _local.stack = snapshot
 
