@@ -1,7 +1,8 @@
 """The few ``torch._C`` names hookgrad mirrors, for code (and torch's own tests) that uses them.
 
 ``torch._C`` is torch's compiled core; hookgrad keeps here only what pure-Python code reaches
-for: a weak reference to a tensor that does not keep it alive (``_WeakTensorRef``).
+for: a weak reference to a tensor that does not keep it alive (``_WeakTensorRef``), and
+``_autograd._saved_tensors_hooks_is_enabled()``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
-__all__ = ["_WeakTensorRef"]
+__all__ = ["_WeakTensorRef", "_autograd"]
 
 
 class _WeakTensorRef:
@@ -25,3 +26,14 @@ class _WeakTensorRef:
 
     def expired(self) -> bool:
         return self._ref() is None
+
+
+class _autograd:  # torch's module name, lowercase
+    """``torch._C._autograd``: the switches of autograd's thread state hookgrad mirrors."""
+
+    @staticmethod
+    def _saved_tensors_hooks_is_enabled() -> bool:
+        """False inside ``torch.autograd.graph.disable_saved_tensors_hooks``."""
+        from .autograd._saved import hooks_enabled
+
+        return hooks_enabled()

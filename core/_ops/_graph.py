@@ -39,8 +39,9 @@ def saved_input(node: Node, index: int, data: np.ndarray) -> Tensor:
     if edge is None:
         return wrap(data)
     producer, nr = edge
-    if type(producer) is AccumulateGrad:
+    if type(producer) is AccumulateGrad and producer.variable._data is data:
         return producer.variable
+    # a value from a saved-tensor unpack hook: its data, at the input's place in the graph
     return _on_graph(data, producer, nr)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .._tensor import Tensor, _wrap
-from ..utils._warnings import warn_unless_ignored
+from ..utils._warnings import is_warn_always_enabled, warn_unless_ignored
 from . import functional, graph
 from ._engine import run_backward
 from ._observers import BACKWARD_OBSERVERS, notify_begin, notify_end
@@ -84,13 +84,14 @@ _CYCLE_WARNING = (
     "make sure to reset the .grad fields of your parameters to None after use to break the "
     "cycle and avoid the leak."
 )
-# torch gives that warning once per process (TORCH_WARN_ONCE).
+# torch gives that warning once per process (TORCH_WARN_ONCE), every time under
+# set_warn_always(True).
 _cycle_warned = False
 
 
 def _warn_cycle_once() -> None:
     global _cycle_warned
-    if not _cycle_warned:
+    if not _cycle_warned or is_warn_always_enabled():
         _cycle_warned = True
         warn_unless_ignored(_CYCLE_WARNING, UserWarning)
 

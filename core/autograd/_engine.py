@@ -31,7 +31,7 @@ from .._tensor import _wrap
 from ..utils._warnings import first_frame_outside_hookgrad
 from . import _hook_calls
 from ._graph_backward import drain_graph
-from ._saved import unpack_node
+from ._saved import hooks_snapshot, restore_hooks, unpack_node
 from .graph import AccumulateGrad, Node
 
 if TYPE_CHECKING:
@@ -142,6 +142,7 @@ def run_backward(
     # Hooks and formulas run without recording (T-16), unless asked to (create_graph).
     _grad_state.enabled = create_graph
     _running.stack.append(task)
+    saved_hooks = hooks_snapshot()
     try:
         # Non-finite gradients are data here, not an error: torch stays silent, so does numpy.
         with np.errstate(all="ignore"):
@@ -153,6 +154,7 @@ def run_backward(
     finally:
         _running.stack.pop()
         _grad_state.enabled = previous_mode
+        restore_hooks(saved_hooks)
     if task.captures is None:
         return []
     return [task.captures[edge] for edge in inputs or ()]
@@ -191,10 +193,10 @@ def _drain(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
         grads = buffers.pop(node)
         if needed is not None and node not in needed:
             if task.captures is not None:
-                _capture_unneeded(task.captures, node, grads)
+                _hook_calls.capture_unneeded(task.captures, node, grads)
             continue
         if task.captures is not None:  # a node that runs: torch captures before its hooks
-            _capture(task.captures, node, grads)
+            _hook_calls.capture(task.captures, node, grads)
         hooks = node._hooks
         if hooks is not None:
             grads = run_pre_hooks(node, hooks, grads)
@@ -282,27 +284,6 @@ def _accumulate_leaf(task: _GraphTask, leaf: AccumulateGrad, grad: np.ndarray | 
     _accumulate(task, leaf.variable, grad)
     if hooks.post:  # AccumulateGrad post-hooks: hook((), (grad,)), after post-accumulate hooks
         _hook_calls.run_post_hooks(leaf, hooks, (), [grad])
-
-
-def _capture_unneeded(
-    captures: dict[Edge, np.ndarray | None], node: Node, grads: list[np.ndarray | None]
-) -> None:
-    """Capture for ``autograd.grad`` at a node that does not run: torch runs the tensor hooks
-    (and retain_grad) of its captured outputs first, never the node's own hooks."""
-    if not any((node, nr) in captures for nr in range(len(grads))):
-        return
-    hooks = node._hooks
-    if hooks is not None:
-        grads = _hook_calls.run_tensor_pre_hooks(hooks, grads)
-    _capture(captures, node, grads)
-
-
-def _capture(
-    captures: dict[Edge, np.ndarray | None], node: Node, grads: list[np.ndarray | None]
-) -> None:
-    for nr, grad in enumerate(grads):
-        if (node, nr) in captures:
-            captures[(node, nr)] = grad
 
 
 def _count_dependencies(task: _GraphTask, roots: Sequence[Edge]) -> None:

@@ -7,18 +7,19 @@ with :meth:`Node.backward_graph`, which uses public hookgrad ops, so the gradien
 RuntimeError naming it rather than hand on a gradient cut off from the graph. Kept apart from
 ``_drain`` so that the usual numpy walk pays nothing for it.
 
-Hooks see what torch's see under ``create_graph``: Tensors that require grad. Their results
-are checked by the same checks as in the numpy walk (``_hook_calls.checked_hook_result``).
+Hooks see what torch's see under ``create_graph``: Tensors that require grad. They are run by
+the numpy walk's own runner (``_hook_calls``), so both walks follow one set of hook rules.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from . import _hook_calls
-from .graph import AccumulateGrad, Node, NodeHooks
+from ._saved import unpack_node
+from .graph import AccumulateGrad, Node
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -28,36 +29,31 @@ Grads = list["Tensor | None"]
 
 
 def drain_graph(task: _GraphTask, ready: list[tuple[int, int, Node]]) -> None:
-    """Run every ready node in ``_drain``'s order, with Tensor gradients, capturing and
-    running hooks where ``_drain`` does."""
-    from ._engine import _capture  # the engine imports this module
-
+    """Run every ready node in ``_drain``'s order, with Tensor gradients and ``_drain``'s hook
+    runner (``_hook_calls``): captures, tensor and node hooks, AccumulateGrad post-hooks."""
     buffers, deps, needed, captures = task.buffers, task.deps, task.needed, task.captures
     counter = 0
     while ready:
         node = heapq.heappop(ready)[2]
         grads: Grads = buffers.pop(node)  # type: ignore[assignment]
-        hooks = node._hooks
         if needed is not None and node not in needed:
-            # autograd.grad captures here without running the node: its tensor hooks only
-            if captures is not None and any((node, nr) in captures for nr in range(len(grads))):
-                if hooks is not None:
-                    grads = _run_pre_hooks(hooks, grads, node_hooks=False)
-                _capture(captures, node, grads)  # type: ignore[arg-type]
+            if captures is not None:
+                _hook_calls.capture_unneeded(captures, node, grads)
             continue
         if captures is not None:  # a node that runs: torch captures before its hooks
-            _capture(captures, node, grads)  # type: ignore[arg-type]
+            _hook_calls.capture(captures, node, grads)
+        hooks = node._hooks
         if hooks is not None:
-            grads = _run_pre_hooks(hooks, grads)
+            grads = _hook_calls.run_pre_hooks(node, hooks, grads)  # type: ignore[arg-type, assignment]
         if type(node) is AccumulateGrad:
             if captures is None:
                 _accumulate(node.variable, grads[0])
                 if hooks is not None and hooks.post:
-                    _run_post_hooks(hooks, (), grads)
+                    _hook_calls.run_post_hooks(node, hooks, (), grads)  # type: ignore[arg-type]
             continue
         outputs = _compute(node, grads)
         if hooks is not None and hooks.post:
-            outputs = _run_post_hooks(hooks, outputs, grads)
+            outputs = _hook_calls.run_post_hooks(node, hooks, outputs, grads)  # type: ignore[arg-type, assignment]
         if not task.retain_graph and node._saved_fields:
             node._release()
         for edge, grad in zip(node._next, outputs):
@@ -85,6 +81,8 @@ def _compute(node: Node, grads: Grads) -> Sequence[Tensor | None]:
     for tensor, version in node._versions:
         if tensor._vbox[0] != version:
             raise RuntimeError(_modified_message(tensor, version))
+    if node._saved_fields and node._packed is not None:  # saved-tensor hooks hold its values
+        unpack_node(node)
     if not node._materialize and all(g is None for g in grads):
         return (None,) * len(node._next)
     return node.backward_graph(grads)
@@ -102,64 +100,3 @@ def _accumulate(variable: Tensor, grad: Tensor | None) -> None:
     post = variable._post_acc_hooks
     if post:
         _hook_calls.run_post_accumulate_hooks(variable, post)
-
-
-def _checked(hook: Callable[..., Any], value: Any, like: Tensor | None) -> Tensor:
-    """A hook's replacement gradient, checked as in the numpy walk; the Tensor itself kept."""
-    name = _hook_calls._hook_name(hook)
-    if like is None:
-        _hook_calls.checked_hook_result(name, value, None, None)
-    else:
-        _hook_calls.checked_hook_result(name, value, like._data.shape, like._data.dtype)
-    return value
-
-
-def _run_tensor_hooks(hooks: tuple[Callable[..., Any], ...], grad: Tensor | None) -> Any:
-    for hook in hooks:
-        result = hook(grad)
-        if result is not None:
-            grad = _checked(hook, result, grad)
-    return grad
-
-
-def _run_pre_hooks(hooks: NodeHooks, grads: Grads, node_hooks: bool = True) -> Grads:
-    """Tensor hooks, then retain_grad, then (``node_hooks``) the node's pre-hooks
-    (``run_pre_hooks``' order)."""
-    for nr, table in tuple(hooks.tensor_pre.items()):
-        grads[nr] = _run_tensor_hooks(table.hooks, grads[nr])
-    for nr, tensor in tuple(hooks.retains_grad.items()):
-        grad = grads[nr]
-        if grad is not None:
-            current = tensor._grad
-            tensor._grad = grad.clone() if current is None else current + grad
-    for hook in tuple(hooks.pre.values()) if node_hooks else ():
-        result = hook(tuple(grads))
-        if result is not None:
-            grads = _replace_all(hook, result, grads)
-    return grads
-
-
-def _run_post_hooks(
-    hooks: NodeHooks, outputs: Sequence[Tensor | None], grads: Grads
-) -> Sequence[Tensor | None]:
-    grad_outputs = tuple(grads)
-    current = list(outputs)
-    for hook in tuple(hooks.post.values()):
-        result = hook(tuple(current), grad_outputs)
-        if result is not None:
-            current = _replace_all(hook, result, current)
-    return current
-
-
-def _replace_all(hook: Callable[..., Any], result: Any, current: Sequence[Tensor | None]) -> Grads:
-    if len(result) != len(current):
-        raise RuntimeError(
-            f"hook {_hook_calls._hook_name(hook)!r} has returned an incorrect number of values "
-            f"(got {len(result)}, but expected {len(current)})"
-        )
-    replaced: Grads = []
-    for old, new in zip(current, result):
-        if new is not None and old is None:
-            raise RuntimeError("can't replace a None gradient with a non-None value")
-        replaced.append(None if new is None else _checked(hook, new, old))
-    return replaced

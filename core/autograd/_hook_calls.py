@@ -3,6 +3,10 @@
 Each table is snapshotted before iterating (SEMANTICS H-5): a hook that adds or removes hooks
 changes the next pass, not this one. Gradients are wrapped into Tensors for the hook and
 unwrapped after, and every replacement is checked as PyTorch checks it (T-8).
+
+One runner for both walks: the numpy walk (``_engine._drain``) hands arrays, the
+``create_graph`` walk (``_graph_backward``) hands Tensors, which hooks see as they are and
+whose replacements are kept as Tensors (still on the graph).
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ if TYPE_CHECKING:
     from .graph import Node, NodeHooks
 
 
-def _as_tensor(grad: np.ndarray | None) -> Tensor | None:
-    return None if grad is None else _wrap(grad)
+def _as_tensor(grad: Any) -> Tensor | None:
+    """What a hook sees of a gradient: the array wrapped, or the create_graph walk's Tensor."""
+    if grad is None or isinstance(grad, Tensor):
+        return grad
+    return _wrap(grad)
 
 
 def _hook_name(hook: Callable[..., Any]) -> str:
@@ -40,9 +47,13 @@ def check_same_type(hook_name: str, data: np.ndarray, like_dtype: np.dtype[Any])
 def _checked_replacement(
     hook: Callable[..., Any], value: Any, like: np.ndarray | None
 ) -> np.ndarray:
-    """Validate a tensor hook's return value as PyTorch does and return its array."""
+    """Validate a tensor hook's return value as PyTorch does and return its array (the
+    Tensor itself when the gradient replaced is one: the create_graph walk)."""
     if like is None:
         return checked_hook_result(_hook_name(hook), value, None, None)
+    if isinstance(like, Tensor):
+        checked_hook_result(_hook_name(hook), value, like._data.shape, like._data.dtype)
+        return value
     return checked_hook_result(_hook_name(hook), value, like.shape, like.dtype)
 
 
@@ -109,17 +120,18 @@ def run_tensor_pre_hooks(
 def run_tensor_hooks(hooks: tuple[Callable[..., Any], ...], grad: Any) -> Any:
     """Each hook of one output's snapshot (H-5) sees the previous one's result (T-6)."""
     for hook in hooks:
-        result = hook(None if grad is None else _wrap(grad))
+        result = hook(_as_tensor(grad))
         if result is not None:
             grad = _checked_replacement(hook, result, grad)
     return grad
 
 
-def _retain(tensor: Tensor, grad: np.ndarray | None) -> None:
+def _retain(tensor: Tensor, grad: Any) -> None:
     if grad is None:
         return
-    from .._tensor import _wrap
-
+    if isinstance(grad, Tensor):  # create_graph: .grad stays on the graph, as torch's
+        tensor._grad = grad.clone() if tensor._grad is None else tensor._grad + grad
+        return
     if tensor._grad is None:
         tensor._grad = _wrap(np.array(grad, copy=True))
     else:
@@ -174,3 +186,21 @@ def run_post_accumulate_hooks(tensor: Tensor, hooks: dict[int, Callable[..., Any
         if not isinstance(result, Tensor):
             raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
         raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+def capture_unneeded(captures: dict[Any, Any], node: Node, grads: list[Any]) -> None:
+    """Capture for ``autograd.grad`` at a node that does not run: torch runs the tensor hooks
+    (and retain_grad) of its captured outputs first, never the node's own hooks."""
+    if not any((node, nr) in captures for nr in range(len(grads))):
+        return
+    hooks = node._hooks
+    if hooks is not None:
+        grads = run_tensor_pre_hooks(hooks, grads)
+    capture(captures, node, grads)
+
+
+def capture(captures: dict[Any, Any], node: Node, grads: list[Any]) -> None:
+    """Keep the gradients reaching the captured outputs of ``node`` (``autograd.grad``)."""
+    for nr, grad in enumerate(grads):
+        if (node, nr) in captures:
+            captures[(node, nr)] = grad

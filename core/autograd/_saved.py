@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._grad_mode import _state as _grad_state
 from .._tensor import Tensor, _wrap
 
 if TYPE_CHECKING:
@@ -29,7 +30,11 @@ if TYPE_CHECKING:
 __all__ = [
     "SavedTensor",
     "disable_saved_tensors_hooks",
+    "hooks_enabled",
+    "hooks_snapshot",
     "pack_node",
+    "pack_tensors",
+    "restore_hooks",
     "save_on_cpu",
     "saved_tensors_hooks",
     "state",
@@ -49,6 +54,12 @@ _FREED_MESSAGE = (
 _ALREADY_SET = (
     "Calling register_hooks on a saved tensor whose hooks have already been set. Hint: only "
     "one pair of hooks is allowed at a time."
+)
+_PACK_IN_PLACE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to "
+    "pack hook can not be modified by in-place operations as this can lead to unexpected "
+    "side-effects. Please open an issue if you need to perform in-place operations on the "
+    "input to a pack hook."
 )
 # hookgrad slot names -> torch's saved-attribute names, for nodes that do not say otherwise
 _TORCH_NAMES = {"x": "self", "a": "self", "b": "other", "out": "result"}
@@ -93,14 +104,33 @@ class saved_tensors_hooks:
         _local.stack.append((self.pack_hook, self.unpack_hook))
         state.active += 1
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        _local.stack.pop()
-        state.active -= 1
+    def __exit__(self, *args: object) -> None:
+        """Pop the innermost pair (torch's ``__exit__(*args)``: callable bare, and an exit
+        with nothing pushed does nothing)."""
+        if _local.stack:
+            _local.stack.pop()
+            state.active -= 1
+
+
+def hooks_enabled() -> bool:
+    """Whether saved-tensor hooks may be pushed in this thread (no
+    ``disable_saved_tensors_hooks`` in force): ``torch._C._autograd._saved_tensors_hooks_is_enabled``."""
+    return _local.disabled is None
+
+
+def hooks_snapshot() -> list[tuple[Pack, Unpack]]:
+    """This thread's pushed hook pairs, to restore after a backward call: as torch restores
+    its thread-local state, hooks entered or exited inside backward (by an unpack hook) do not
+    outlive it."""
+    return _local.stack[:]
+
+
+def restore_hooks(snapshot: list[tuple[Pack, Unpack]]) -> None:
+    """Put back the pairs :func:`hooks_snapshot` saw (no-op when nothing changed)."""
+    stack = _local.stack
+    if stack != snapshot:  # pairs of functions: equal only if the very same
+        state.active += len(snapshot) - len(stack)
+        _local.stack = snapshot
 
 
 class save_on_cpu(saved_tensors_hooks):
@@ -142,31 +172,64 @@ class disable_saved_tensors_hooks:
 
 
 class _Packed:
-    """A saved value as its hooks keep it: what pack returned, and the unpack to apply."""
+    """A saved value as its hooks keep it: what pack returned, the unpack to apply, and where
+    the saved tensor sat in the graph (``grad_fn``, ``output_nr``)."""
 
-    __slots__ = ("packed", "unpack")
+    __slots__ = ("grad_fn", "output_nr", "packed", "unpack")
 
-    def __init__(self, packed: Any, unpack: Unpack) -> None:
+    def __init__(self, packed: Any, unpack: Unpack, saved: Tensor) -> None:
         self.packed = packed
         self.unpack = unpack
+        self.grad_fn = saved.grad_fn
+        self.output_nr = saved._output_nr
 
     def tensor(self) -> Tensor:
+        """unpack's result, joined to the saved tensor's place in the graph as torch's
+        ``SavedVariable.unpack`` joins it whatever the hook returned."""
         out = self.unpack(self.packed)
         if not isinstance(out, Tensor):
             raise TypeError(
                 "Output of saved tensor unpack_hook expected to be a Tensor but got result of "
                 f"type {type(out).__name__}"
             )
-        return out
+        grad_fn = self.grad_fn
+        if grad_fn is None or out.grad_fn is grad_fn:
+            return out
+        joined = _wrap(out._data)
+        joined._vbox = out._vbox
+        joined._requires_grad = True
+        joined.grad_fn = grad_fn
+        joined._output_nr = self.output_nr
+        return joined
 
 
-def _saved_tensor(node: Node, value: np.ndarray) -> Tensor:
-    """The tensor a node's saved array belongs to: the recorded input or output itself when the
-    node knows it, else a tensor over the array."""
+def _saved_tensor(node: Node, value: np.ndarray, field: str) -> Tensor:
+    """The tensor a node's saved array belongs to: the recorded input itself when the node
+    knows it, the node's output (``grad_fn`` the node) for a saved result, else a tensor
+    over the array."""
     for tensor, _ in node._versions:
         if tensor._data is value:
             return tensor
-    return _wrap(value)
+    tensor = _wrap(value)
+    if torch_name(node, field) == "result":
+        tensor._requires_grad = True
+        tensor.grad_fn = node
+    return tensor
+
+
+def _pack(pack: Pack, tensor: Tensor) -> Any:
+    """``pack(tensor)`` as torch calls it: on a value outside the graph (torch hands it
+    detached, so grad mode is off), refusing a hook that writes to it in place."""
+    version = tensor._vbox[0]
+    previous = _grad_state.enabled
+    _grad_state.enabled = False
+    try:
+        packed = pack(tensor)
+    finally:
+        _grad_state.enabled = previous
+    if tensor._vbox[0] != version:
+        raise RuntimeError(_PACK_IN_PLACE)
+    return packed
 
 
 def pack_node(node: Node, output: Tensor) -> None:
@@ -179,11 +242,20 @@ def pack_node(node: Node, output: Tensor) -> None:
     for field in node._saved_fields:
         value = getattr(node, field, None)
         if isinstance(value, np.ndarray):
-            tensor = output if output._data is value else _saved_tensor(node, value)
-            packed[field] = _Packed(pack(tensor), unpack)
+            tensor = output if output._data is value else _saved_tensor(node, value, field)
+            packed[field] = _Packed(_pack(pack, tensor), unpack, tensor)
             setattr(node, field, None)
     node._packed = packed
     node._versions = ()  # the hooks own the values now: no version check (as torch)
+
+
+def pack_tensors(tensors: tuple[Tensor | None, ...]) -> list[_Packed | None] | None:
+    """A custom Function's saved tensors packed by the innermost pack hook, or None when no
+    hooks are pushed in this thread."""
+    if not _local.stack:
+        return None
+    pack, unpack = _local.stack[-1]
+    return [None if t is None else _Packed(_pack(pack, t), unpack, t) for t in tensors]
 
 
 def unpack_node(node: Node) -> None:
@@ -227,7 +299,8 @@ class SavedTensor:
         if self._field in packed:
             raise RuntimeError(_ALREADY_SET)
         value = getattr(node, self._field)
-        packed[self._field] = _Packed(pack_hook(_saved_tensor(node, value)), unpack_hook)
+        saved = _saved_tensor(node, value, self._field)
+        packed[self._field] = _Packed(_pack(pack_hook, saved), unpack_hook, saved)
         setattr(node, self._field, None)
         node._packed = packed
         node._versions = tuple((t, v) for t, v in node._versions if t._data is not value)
@@ -244,4 +317,4 @@ def saved_value(node: Node, field: str) -> Tensor | None:
     if node._packed is not None and field in node._packed:
         return node._packed[field].tensor()
     value = getattr(node, field)
-    return None if value is None else _saved_tensor(node, value)
+    return None if value is None else _saved_tensor(node, value, field)

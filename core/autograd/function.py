@@ -28,14 +28,29 @@ class FunctionCtx:
     """The ``ctx`` passed to forward and backward: saved tensors and flags."""
 
     def __init__(self) -> None:
-        self.saved_tensors: tuple[Tensor, ...] = ()
+        self._saved: tuple[Tensor, ...] = ()
+        # The saved tensors as saved-tensor hooks packed them (autograd._saved), if any were
+        # pushed when the Function ran.
+        self._packed: list[Any] | None = None
         self.needs_input_grad: tuple[bool, ...] = ()
         self.materialize_grads = True
         self.non_differentiable: set[int] = set()
         self.dirty: set[int] = set()
 
     def save_for_backward(self, *tensors: Tensor | None) -> None:
-        self.saved_tensors = tuple(tensors)  # type: ignore[arg-type]
+        self._saved = tuple(tensors)  # type: ignore[arg-type]
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor, ...]:
+        """The tensors given to ``save_for_backward``; unpacked by their unpack hook (each
+        read, as torch) when saved-tensor hooks packed them."""
+        if self._packed is None:
+            return self._saved
+        return tuple(None if p is None else p.tensor() for p in self._packed)  # type: ignore[misc]
+
+    @saved_tensors.setter
+    def saved_tensors(self, tensors: tuple[Tensor, ...]) -> None:
+        self._saved = tuple(tensors)
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
         self.non_differentiable.update(id(t) for t in tensors)
@@ -188,6 +203,7 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         from .._ops._base import edge
+        from ._saved import pack_tensors
 
         ctx = FunctionCtx()
         is_tensor = tuple(isinstance(a, Tensor) for a in args)
@@ -209,7 +225,9 @@ class Function:
         node._function = cls
         node._is_tensor = is_tensor
         node._in_meta = [(a._data.shape, a._data.dtype) for a in args if isinstance(a, Tensor)]
-        node._save(*(t for t in ctx.saved_tensors if t is not None))
+        ctx._packed = pack_tensors(ctx._saved)
+        if ctx._packed is None:  # under hooks the hooks own the values: no version check
+            node._save(*(t for t in ctx._saved if t is not None))
         node._materialize = ctx.materialize_grads
         node._n_out = len(items)
         node._out_meta = [

@@ -130,3 +130,228 @@ def test_grad_fn_prehooks_remove_hooks(lib, custom_function):
     handle3.remove()
     b.sum().backward()
     assert counter[0] == 1 and a.grad.tolist() == [[2.0] * 3] * 3
+
+
+def test_full_backward_hook_double_backward(lib):
+    """autograd.grad(create_graph=True) captures a leaf input's gradient, the module's full
+    backward hook fires once, and differentiating that gradient again fires it no more.
+    From TestAutograd.test_full_backward_hook_double_backward."""
+    x = lib.tensor([0.25], requires_grad=True)
+    y = lib.tensor([1.0])
+    func = lib.nn.MSELoss()
+    counter = [0]
+    func.register_full_backward_hook(
+        lambda module, grad_input, grad_output: counter.__setitem__(0, counter[0] + 1)
+    )
+    (gradx_f,) = lib.autograd.grad(func(x, y), x, create_graph=True)
+    assert counter[0] == 1
+    assert gradx_f.item() == pytest.approx(-1.5)
+    (second,) = lib.autograd.grad(gradx_f, x)
+    assert counter[0] == 1
+    assert second.item() == pytest.approx(2.0)
+
+
+def test_hook_edge_case_when_called_with_grad_under_create_graph(lib):
+    """With create_graph=True autograd.grad and backward run the same hooks as without:
+    tensor hooks only at a captured input's node, AccumulateGrad post-hooks on backward.
+    TestAutograd.test_hook_edge_case_when_called_with_grad, run under create_graph."""
+    a = lib.tensor(1.0, requires_grad=True)
+    b = a * 2
+    c = b * b
+    counts = {"tensor": 0, "pre": 0, "post": 0}
+
+    def bump(kind):
+        def hook(*args):
+            counts[kind] += 1
+
+        return hook
+
+    a.register_hook(bump("tensor"))
+    b.register_hook(bump("tensor"))
+    acc = b.grad_fn.next_functions[0][0]
+    acc.register_hook(bump("post"))
+    acc.register_prehook(bump("pre"))
+    b.grad_fn.register_hook(bump("post"))
+    b.grad_fn.register_prehook(bump("pre"))
+
+    def run(action):
+        counts.update(tensor=0, pre=0, post=0)
+        action()
+        return counts["tensor"], counts["pre"], counts["post"]
+
+    assert run(lambda: lib.autograd.grad(c, inputs=(b), create_graph=True)) == (1, 0, 0)
+    assert run(lambda: lib.autograd.grad(c, inputs=(a, b), create_graph=True)) == (2, 1, 1)
+    assert run(lambda: c.backward(create_graph=True)) == (2, 2, 2)
+    assert a.grad.item() == 8.0 and a.grad.requires_grad
+
+
+def test_saved_tensor_hooks_extra_exit_during_bw_no_crash(lib):
+    """A saved_tensors_hooks context exited inside backward (by an unpack hook) does not outlive
+    that backward, and a bare __exit__() is accepted.
+    From TestAutograd.test_saved_tensor_hooks_extra_exit_during_bw_no_crash."""
+
+    def unpack(x):
+        ctx_1.__exit__()
+        return x
+
+    ctx_1 = lib.autograd.graph.saved_tensors_hooks(lambda x: x, unpack)
+    ctx_2 = lib.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x)
+    for _ in range(10):
+        with ctx_2:
+            ctx_1.__enter__()
+            x = lib.ones(3, 3, requires_grad=True)
+            x.sin().sum().backward()
+    for _ in range(10):
+        ctx_1.__exit__()
+    a = lib.tensor(1.0, requires_grad=True)
+    y = a.exp()
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)  # no hooks pushed
+
+
+def test_saved_tensor_hooks_extra_enter_during_bw_no_leak(lib):
+    """A saved_tensors_hooks context entered inside backward (by an unpack hook) is dropped when
+    that backward ends: later ops are packed by no hooks at all.
+    From TestAutograd.test_saved_tensor_hooks_extra_enter_during_bw_no_leak (the leak, seen as
+    the pushed hooks still applying after backward)."""
+    packed = []
+    ctx_1 = lib.autograd.graph.saved_tensors_hooks(lambda x: packed.append(1) or x, lambda x: x)
+
+    def unpack(x):
+        ctx_1.__enter__()
+        return x
+
+    x = lib.ones(3, 3, requires_grad=True)
+    with lib.autograd.graph.saved_tensors_hooks(lambda x: x, unpack):
+        x.sin().sum().backward()
+    y = x.exp()
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)  # no hooks pushed
+    assert packed == []
+
+
+def test_pack_hook_with_inplace_modification_should_fail(lib):
+    """A pack hook that writes to its input in place is a RuntimeError, for default hooks and
+    for register_hooks alike. From TestAutograd.test_pack_hook_with_inplace_modification_should_fail."""
+    a = lib.ones(5, requires_grad=True)
+
+    def inc(x):
+        x += 1
+        return x
+
+    message = "A saved tensor pack hook is modifying its input in place."
+    with (
+        lib.autograd.graph.saved_tensors_hooks(inc, lambda x: x),
+        pytest.raises(RuntimeError, match=message),
+    ):
+        lib.exp(a)
+    y = lib.exp(a)
+    with pytest.raises(RuntimeError, match=message):
+        y.grad_fn._raw_saved_result.register_hooks(inc, lambda x: x)
+
+
+def test_saved_variable_packing_unpacking_with_hooks_keeps_the_graph(lib):
+    """An unpacked saved value sits where the saved tensor sat in the graph (its grad_fn),
+    whatever the unpack hook returned, and double backward runs through packed values.
+    From TestAutograd.test_saved_variable_packing_unpacking_did_not_save_original_with_hooks,
+    test_saved_variable_packing_unpacking_saved_original_with_hooks and
+    test_default_saved_tensors_hooks_double_backward."""
+    a = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    y = lib.exp(a)
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)
+    assert y.grad_fn._saved_result.grad_fn is y.grad_fn
+    y.sum().backward()
+    assert a.grad.tolist() == pytest.approx(y.tolist())
+
+    b = 1 + a
+    t = b * b
+    t.grad_fn._raw_saved_self.register_hooks(lambda x: 2 * x, lambda x: x / 2)
+    assert t.grad_fn._saved_self.grad_fn is b.grad_fn
+
+    with lib.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        c = a.detach().requires_grad_()
+        s = (c**3).sum()
+        (g,) = lib.autograd.grad(s, (c,), create_graph=True)
+        g.sum().backward()
+    assert c.grad.tolist() == pytest.approx([3.0, 6.0, 12.0])
+
+
+def test_default_saved_tensors_hooks_double_backward(lib):
+    """Double backward uses the values the pack hooks made, for tensors saved in the forward
+    and in the recorded backward alike.
+    From TestAutograd.test_default_saved_tensors_hooks_double_backward."""
+    double = (lambda x: 2 * x, lambda x: x)
+    with lib.autograd.graph.saved_tensors_hooks(*double):
+        a = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        s = (a**3).sum()
+    (g,) = lib.autograd.grad(s, (a,), create_graph=True)
+    g.sum().backward()
+    assert a.grad.tolist() == pytest.approx((6 * 2 * a).tolist())  # a saved once, doubled
+
+    a = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    s = (a**3).sum()
+    with lib.autograd.graph.saved_tensors_hooks(*double):
+        (g,) = lib.autograd.grad(s, (a,), create_graph=True)
+        g.sum().backward()
+    assert a.grad.tolist() == pytest.approx((6 * 4 * a).tolist())  # grad and a saved
+
+
+def test_disabling_saved_tensor_hooks_is_enabled(lib):
+    """torch._C._autograd._saved_tensors_hooks_is_enabled() is False exactly inside
+    disable_saved_tensors_hooks. From TestAutograd.test_disabling_saved_tensor_hooks_nested."""
+    enabled = lib._C._autograd._saved_tensors_hooks_is_enabled
+    with lib.autograd.graph.disable_saved_tensors_hooks("outer"):
+        with (
+            lib.autograd.graph.disable_saved_tensors_hooks("inner"),
+            pytest.raises(RuntimeError, match="inner"),
+        ):
+            lib.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x).__enter__()
+        assert enabled() is False
+    assert enabled() is True
+
+
+def test_create_graph_cycle_warning_under_warn_always(lib):
+    """backward(create_graph=True) warns of the reference cycle on every call while
+    set_warn_always(True) holds. From TestAutograd.test_create_graph_and_full_backward_hook_cycle."""
+    import warnings
+
+    previous = lib.is_warn_always_enabled()
+    lib.set_warn_always(True)
+    try:
+        for _ in range(2):
+            a = lib.tensor(1.0, requires_grad=True)
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                (a**2).backward(create_graph=True)
+            found = [x for x in w if "Using backward() with create_graph=True" in str(x.message)]
+            assert len(found) == 1
+            a.grad = None
+    finally:
+        lib.set_warn_always(previous)
+
+
+def test_saved_tensors_hook_version_counter_not_shared(lib):
+    """A custom Function's saved tensors go through the saved-tensor hooks: backward gets what
+    unpack returns, and writing to it leaves the original's version alone.
+    From TestAutograd.test_saved_tensors_hook_version_counter_not_shared."""
+    a = lib.tensor(1.0, requires_grad=True)
+    a_replacement = a.detach().clone()
+    seen = []
+
+    class Test(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            before = a._version
+            x.add_(1)
+            seen.append((a._version - before, x.item()))
+            return grad_output
+
+    with lib.autograd.graph.saved_tensors_hooks(lambda x: a_replacement, lambda x: x):
+        b = Test.apply(a)
+    b.backward()
+    assert seen == [(0, 2.0)]
+    assert a_replacement.item() == 2.0
