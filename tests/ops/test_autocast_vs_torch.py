@@ -3,6 +3,7 @@ the gradients that reach float32 parameters, nesting, the state queries and the 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -297,3 +298,62 @@ def test_parameter_casts_are_cached_per_outermost_region(
     with lib.autocast("cpu", cache_enabled=False):
         assert cast_of(linear(x, w)) is not cast_of(linear(x, w))
     lib.clear_autocast_cache()
+
+
+@pytest.mark.parametrize(
+    ("build", "x"),
+    [
+        (lambda L: L.nn.Conv1d(3, 4, 3), _r(2, 3, 10)),
+        (lambda L: L.nn.ConvTranspose2d(3, 4, 3, stride=2), _r(2, 3, 5, 5)),
+        (lambda L: L.nn.PReLU(), _r(4, 3)),
+    ],
+    ids=["Conv1d", "ConvTranspose2d", "PReLU"],
+)
+def test_listed_modules_compute_in_bfloat16(build: Callable[[Any], Any], x: np.ndarray) -> None:
+    """Modules built on listed ops return bfloat16 with torch's values under autocast."""
+    mine, theirs = _twins(build)
+    got = _run(hookgrad, "bfloat16", lambda L, t: mine(t), [hookgrad.tensor(x)])
+    expected = _run(torch, "bfloat16", lambda L, t: theirs(t), [torch.tensor(x)])
+    assert _name(expected.dtype) == "bfloat16"
+    _check_same(got, expected, _RTOL["bfloat16"])
+
+
+def test_multihead_attention_computes_in_bfloat16() -> None:
+    """nn.MultiheadAttention's projections and attention run in bfloat16 under autocast; its
+    output and averaged attention weights match torch's dtypes and values."""
+    mine, theirs = _twins(lambda L: L.nn.MultiheadAttention(8, 2, batch_first=True))
+    x = _r(2, 5, 8)
+    got = _run(hookgrad, "bfloat16", lambda L, t: mine(t, t, t), [hookgrad.tensor(x)])
+    expected = _run(torch, "bfloat16", lambda L, t: theirs(t, t, t), [torch.tensor(x)])
+    for g, e in zip(got, expected):
+        _check_same(g, e, _RTOL["bfloat16"])
+
+
+def test_autocast_state_is_per_thread() -> None:
+    """An autocast entered in one thread leaves another thread's matmuls in float32."""
+    seen: list[Any] = []
+    x = hookgrad.ones(2, 2)
+    with hookgrad.autocast("cpu"):
+        worker = threading.Thread(
+            target=lambda: seen.append(((x @ x).dtype, hookgrad.is_autocast_enabled("cpu")))
+        )
+        worker.start()
+        worker.join()
+        assert (x @ x).dtype == hookgrad.bfloat16
+    assert seen == [(hookgrad.float32, False)]
+
+
+def test_documented_differences_from_torch() -> None:
+    """What differs (docs/dtypes-and-printing.md): mv and dot compute in bfloat16 (torch keeps
+    float32), einsum in its inputs' dtype (torch: bfloat16), layer_norm refuses bfloat16."""
+    m, v = hookgrad.ones(3, 2), hookgrad.ones(2)
+    with hookgrad.autocast("cpu"):
+        assert hookgrad.mv(m, v).dtype == hookgrad.bfloat16
+        assert v.dot(v).dtype == hookgrad.bfloat16
+        assert hookgrad.einsum("ij,j->i", m, v).dtype == hookgrad.float32
+        with pytest.raises(TypeError):
+            hookgrad.nn.functional.layer_norm(hookgrad.nn.functional.linear(m, m), (3,))
+    with torch.autocast("cpu"):
+        t = torch.ones(3, 2)
+        assert torch.mv(t, torch.ones(2)).dtype == torch.float32
+        assert torch.einsum("ij,j->i", t, torch.ones(2)).dtype == torch.bfloat16
