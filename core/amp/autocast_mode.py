@@ -50,9 +50,11 @@ def is_autocast_enabled(device_type: str | None = None) -> bool:
 
 def get_autocast_dtype(device_type: str) -> np.dtype[Any]:
     """The dtype an autocast on ``device_type`` computes in: torch's defaults until set."""
-    if device_type == "cpu":
-        return resolve_dtype("bfloat16") if state.dtype is None else state.dtype
-    return np.dtype(np.float16)
+    if device_type != "cpu":
+        return np.dtype(np.float16)
+    dtype = resolve_dtype("bfloat16") if state.dtype is None else state.dtype
+    assert dtype is not None
+    return dtype
 
 
 def is_autocast_cache_enabled() -> bool:
