@@ -189,7 +189,13 @@ from ._tensor_types import (
     LongTensor,
     ShortTensor,
 )
-from .amp import autocast
+from .amp.autocast_mode import (
+    autocast,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+)
 from .random import fork_rng, get_rng_state, initial_seed, seed, set_rng_state
 from .serialization import load, save
 from .utils._warnings import is_warn_always_enabled, set_warn_always
@@ -247,6 +253,7 @@ __all__ = [
     "cat",
     "chunk",
     "clamp",
+    "clear_autocast_cache",
     "clip",
     "configure",
     "cos",
@@ -271,6 +278,7 @@ __all__ = [
     "full_like",
     "gather",
     "ge",
+    "get_autocast_dtype",
     "get_default_dtype",
     "gt",
     "half",
@@ -279,6 +287,8 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "is_autocast_cache_enabled",
+    "is_autocast_enabled",
     "is_grad_enabled",
     "is_warn_always_enabled",
     "isfinite",

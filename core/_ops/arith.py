@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from .._dtype import float32, is_floating
+from ..amp._state import state as _autocast
+from ..amp._state import to_lower
 from ._base import Node, Tensor, edge, needs_grad, not_a_tensor, record, sum_to, wrap
 from ._graph import only, saved_input, saved_output, sum_to_tensor
 
@@ -711,6 +713,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product with numpy/torch batching rules; a shape mismatch names both shapes."""
     if not isinstance(b, Tensor):
         raise not_a_tensor("matmul", "other", b)
+    if _autocast.lower is not None:  # torch's CPU autocast: lower precision
+        a, b = to_lower(a, b)
     ad, bd = a._data, b._data
     if ad.ndim == 0 or bd.ndim == 0:
         raise RuntimeError(

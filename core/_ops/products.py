@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from ..amp._state import state as _autocast
+from ..amp._state import to_lower
 from ._base import Node, Tensor, edge, needs_grad, not_a_tensor, record, sum_to, wrap
 from .arith import broadcast_error, matmul
 
@@ -77,7 +79,11 @@ def baddbmm(
     """``beta * input + alpha * bmm(batch1, batch2)``; with ``beta=0`` input is ignored
     (its NaNs do not propagate), as in torch."""
     _check_bmm(batch1, batch2, "baddbmm")
+    if _autocast.lower is not None:  # torch's CPU autocast: lower precision
+        input, batch1, batch2 = to_lower(input, batch1, batch2)
     product = batch1._data @ batch2._data
+    if product.dtype != batch1._data.dtype and batch1._data.dtype == batch2._data.dtype:
+        product = product.astype(batch1._data.dtype)  # numpy multiplies bfloat16 into float32
     if alpha != 1:
         product = product * alpha
     base = input._data

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 
 from .._dtype import is_floating
+from ..amp._state import state as _autocast
+from ..amp._state import to_float32
 from ._base import Node, Tensor, edge, needs_grad, record, wrap
 from ._graph import expand_back, kept, linear_grad, only, saved_input, saved_output, sign_of
 from .arith import where
@@ -564,6 +566,8 @@ class ProdBackward1(ProdBackward0):
 def prod(
     x: Tensor, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
 ) -> Tensor:
+    if _autocast.lower is not None:  # torch's CPU autocast: in float32
+        (x,) = to_float32(x)
     keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
     dims = normalize_dims(dim, d.ndim, reduce=True)

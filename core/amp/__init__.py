@@ -4,8 +4,8 @@ Mixed precision programs build ``GradScaler()`` (for CUDA) unconditionally and r
 and the step through it. Without CUDA torch warns and disables the scaler, which then passes
 everything through unchanged; hookgrad does the same, so such programs run and give the
 numbers of the unscaled step. A scaler asked to scale on the CPU is refused: hookgrad's loss
-scaling is the ``grad_scale`` plugin. ``autocast`` keeps torch's signature but computes
-nothing in lower precision: see :mod:`hookgrad.amp.autocast_mode`.
+scaling is the ``grad_scale`` plugin. ``autocast`` on the CPU computes torch's lower-precision
+ops in bfloat16 or float16: see :mod:`hookgrad.amp.autocast_mode`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
-"""``torch.autocast`` / ``torch.amp.autocast`` without lower-precision kernels.
+"""``torch.autocast`` / ``torch.amp.autocast``: CPU autocast as torch's, CUDA disabled.
 
-hookgrad computes in the dtypes of its inputs; it has no autocast op lists (torch's CPU
-autocast runs matmul, linear and conv in bfloat16 and keeps losses in float32). So:
-
-* ``enabled=False`` is a no-op context and decorator, as in torch (the usual
-  ``autocast(device_type, enabled=use_amp)`` runs unchanged);
+* An enabled CPU autocast to bfloat16 or float16 makes torch's CPU "lower_precision_fp" ops
+  (matmul and its kin, linear, convolutions, prelu, scaled_dot_product_attention) compute in
+  that dtype and its "fp32" ops (the losses, prod) in float32; everything else runs in its
+  inputs' dtypes. The casts are differentiable, so float32 parameters get float32 gradients
+  (see :mod:`hookgrad.amp._state`, which the ops read).
+* Contexts nest as torch's: each saves the enabled flag, dtype and cache setting on entry and
+  restores them on exit; leaving the outermost one clears the cache of casted parameters.
+* ``enabled=False`` is a no-op context and decorator (inside an enabled one: a float32 island);
 * a CUDA autocast warns and disables itself, as torch does on a machine without CUDA;
-* an enabled CPU autocast with an unsupported dtype warns and disables itself, as in torch;
-* an enabled CPU autocast to bfloat16/float16 raises NotImplementedError on entry rather than
-  silently computing in float32 where torch would round to bfloat16.
+* a CPU autocast with an unsupported dtype warns and disables itself, as in torch.
 """
 
 from __future__ import annotations
@@ -21,20 +22,53 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .._dtype import resolve_dtype
+from ._state import clear_cache as clear_autocast_cache
+from ._state import state
 
-__all__ = ["autocast", "is_autocast_available"]
+__all__ = [
+    "autocast",
+    "clear_autocast_cache",
+    "get_autocast_dtype",
+    "is_autocast_available",
+    "is_autocast_cache_enabled",
+    "is_autocast_enabled",
+]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _CPU_DTYPES = ("bfloat16", "float16")
 
 
 def is_autocast_available(device_type: str) -> bool:
-    """Whether autocast can run on ``device_type``: never, in hookgrad (see module doc)."""
-    return False
+    """Whether torch has autocast for ``device_type`` (CUDA's then disables itself here)."""
+    return device_type in ("cpu", "cuda")
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """``torch.is_autocast_enabled(device_type)``; without an argument, CUDA's: always False."""
+    return device_type == "cpu" and state.enabled
+
+
+def get_autocast_dtype(device_type: str) -> np.dtype[Any]:
+    """The dtype an autocast on ``device_type`` computes in: torch's defaults until set."""
+    if device_type != "cpu":
+        return np.dtype(np.float16)
+    dtype = resolve_dtype("bfloat16") if state.dtype is None else state.dtype
+    assert dtype is not None
+    return dtype
+
+
+def is_autocast_cache_enabled() -> bool:
+    """Whether casted parameters are reused within an autocast region (default True)."""
+    return state.cache_enabled
+
+
+def _set_cpu(enabled: bool, dtype: np.dtype[Any] | None, cache_enabled: bool) -> None:
+    state.enabled, state.dtype, state.cache_enabled = enabled, dtype, cache_enabled
+    state.lower = dtype if enabled else None
 
 
 class autocast:
-    """torch's autocast signature; enabled only where hookgrad cannot honour it (raises)."""
+    """torch's autocast: a context manager and decorator; computes on the CPU only."""
 
     def __init__(
         self,
@@ -48,10 +82,14 @@ class autocast:
         self.device = device_type
         self.fast_dtype: np.dtype[Any] | None = None
         if device_type == "cpu":
-            self.fast_dtype = resolve_dtype("bfloat16" if dtype is None else dtype)
-        self._enabled = enabled and self._supported(device_type, dtype)
+            self.fast_dtype = get_autocast_dtype("cpu") if dtype is None else resolve_dtype(dtype)
+        self._cache_enabled = (
+            is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
+        )
+        self._enabled = enabled and self._supported(device_type)
+        self._previous: list[tuple[bool, np.dtype[Any] | None, bool]] = []
 
-    def _supported(self, device_type: str, dtype: Any) -> bool:
+    def _supported(self, device_type: str) -> bool:
         if device_type == "cuda":
             warnings.warn(
                 "CUDA is not available or torch_xla is imported. Disabling autocast.",
@@ -74,16 +112,17 @@ class autocast:
         return True
 
     def __enter__(self) -> None:
-        if self._enabled:
-            raise NotImplementedError(
-                f"hookgrad has no mixed precision: autocast on the CPU to "
-                f"torch.{self.fast_dtype} (matmul, linear and conv in lower precision) is not "
-                "supported. Run without autocast (or with enabled=False) to compute in float32, "
-                "or train on torch with hookgrad's torch engine."
-            )
+        state.nesting += 1
+        if self.device == "cpu":
+            self._previous.append((state.enabled, state.dtype, state.cache_enabled))
+            _set_cpu(self._enabled, self.fast_dtype, self._cache_enabled)
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        state.nesting -= 1
+        if state.nesting == 0:
+            clear_autocast_cache()
+        if self.device == "cpu":
+            _set_cpu(*self._previous.pop())
 
     def __call__(self, func: _F) -> _F:
         @functools.wraps(func)

@@ -16,6 +16,8 @@ import numpy as np
 from ..._ops import reduce as _reduce
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 from ..._ops.inplace import apply_inplace
+from ...amp._state import state as _autocast
+from ...amp._state import to_lower
 
 __all__ = [
     "CeluBackward0",
@@ -441,6 +443,8 @@ def _prelu_weight(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``x`` where positive, ``weight * x`` elsewhere, one learned slope per channel."""
+    if _autocast.lower is not None:  # torch's CPU autocast: lower precision
+        input, weight = to_lower(input, weight)
     x, w = input._data, _prelu_weight(input._data, weight._data)
     out = np.where(x > 0, x, w * x).astype(x.dtype, copy=False)
     if not needs_grad(input, weight):

@@ -15,6 +15,8 @@ import numpy as np
 from ..._dtype import c_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
 from ..._ops.arith import broadcast_error
+from ...amp._state import state as _autocast
+from ...amp._state import to_lower
 from .dropout import _scaled_mask
 
 __all__ = ["ScaledDotProductFlashAttentionForCpuBackward0", "scaled_dot_product_attention"]
@@ -176,6 +178,8 @@ def scaled_dot_product_attention(
     Dropout (``dropout_p``) zeros attention weights with masks drawn from
     ``hookgrad.default_generator``; ``is_causal`` masks keys after each query position.
     """
+    if _autocast.lower is not None:  # torch's CPU autocast: lower precision
+        query, key, value, attn_mask = to_lower(query, key, value, attn_mask)
     q, k, v = query._data, key._data, value._data
     _check_inputs(q, k, v, attn_mask)
     groups = _gqa_groups(q, k, v, enable_gqa)
@@ -199,7 +203,7 @@ def scaled_dot_product_attention(
         scores = scores + bias
     attn = _softmax_rows(scores).astype(q.dtype, copy=False)
     drop = _scaled_mask(attn, dropout_p) if dropout_p > 0 else None
-    out = (attn if drop is None else attn * drop) @ vg
+    out = ((attn if drop is None else attn * drop) @ vg).astype(q.dtype, copy=False)
     if not (needs_grad(query, key, value) or grad_mask):
         return wrap(out)
     edges = [edge(query), edge(key), edge(value)]

@@ -16,6 +16,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..._dtype import c_type_name, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
+from ...amp._state import state as _autocast
+from ...amp._state import to_lower
 
 __all__ = [
     "ConstantPadNdBackward0",
@@ -198,6 +200,8 @@ def conv2d(
     groups: int = 1,
 ) -> Tensor:
     """2-D cross-correlation over ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input."""
+    if _autocast.lower is not None:  # torch's CPU autocast: lower precision
+        input, weight, bias = to_lower(input, weight, bias)
     x, w = input._data, weight._data
     if x.ndim == 3:
         return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(
@@ -231,7 +235,7 @@ def _convolution(
     cols, out_hw = _im2col(x, kernel, pads, strides, dilations, groups, input.ndim == 3)
     o = w.shape[0]
     out = w.reshape(groups, o // groups, -1) @ cols  # (N, G, O/G, L)
-    out = out.reshape(x.shape[0], o, *out_hw)
+    out = out.reshape(x.shape[0], o, *out_hw).astype(x.dtype, copy=False)  # bfloat16 stays
     if bias is not None:
         out += bias._data.reshape(1, o, 1, 1)
     if input.ndim == 3:  # conv1d: drop the height-1 dim
@@ -283,6 +287,8 @@ def conv1d(
 ) -> Tensor:
     """1-D cross-correlation over ``(N, C, L)`` (or unbatched ``(C, L)``) input: the 2-D one
     over planes of height 1, recorded as one node as torch's."""
+    if _autocast.lower is not None:  # torch's CPU autocast: lower precision
+        input, weight, bias = to_lower(input, weight, bias)
     x, w = input._data, weight._data
     _check_conv1d(x, w)
     if x.ndim == 2:

@@ -15,6 +15,8 @@ import numpy as np
 
 from ..._dtype import c_type_name, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
+from ...amp._state import state as _autocast
+from ...amp._state import to_lower
 from .conv import _col2im, _im2col, _weight_grad, pair
 
 __all__ = ["ConvolutionBackward0", "conv_transpose2d"]
@@ -105,6 +107,8 @@ def conv_transpose2d(
 ) -> Tensor:
     """Transposed 2-D convolution of ``(N, Cin, H, W)`` (or unbatched ``(Cin, H, W)``) input
     with a ``(Cin, Cout / groups, kh, kw)`` weight."""
+    if _autocast.lower is not None:  # torch's CPU autocast: lower precision
+        input, weight, bias = to_lower(input, weight, bias)
     x, w = input._data, weight._data
     if x.ndim == 3:
         batched = conv_transpose2d(
@@ -134,7 +138,7 @@ def conv_transpose2d(
     x4 = x.reshape(n, groups, cin // groups, h * wd)
     cols = np.swapaxes(w.reshape(groups, cin // groups, -1), 1, 2) @ x4
     out = _col2im(cols, (n, cout, *out_hw), kernel, pads, strides, dilations, (h, wd))
-    out = np.ascontiguousarray(out)
+    out = np.ascontiguousarray(out, dtype=x.dtype)  # numpy multiplies bfloat16 into float32
     if bias is not None:
         if bias._data.dtype != x.dtype:
             raise RuntimeError(

@@ -14,6 +14,8 @@ import numpy as np
 from ..._dtype import c_type_name, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 from ..._ops._graph import only, saved_input
+from ...amp._state import state as _autocast
+from ...amp._state import to_lower
 
 __all__ = ["AddmmBackward0", "MmBackward0", "linear"]
 
@@ -117,6 +119,8 @@ def _input_error(x: np.ndarray, w: np.ndarray, has_bias: bool) -> RuntimeError:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``; a feature-count mismatch names both matrix shapes."""
+    if _autocast.lower is not None:  # torch's CPU autocast: lower precision
+        input, weight, bias = to_lower(input, weight, bias)
     x, w = input._data, weight._data
     if (
         x.ndim == 0

@@ -17,6 +17,8 @@ from ..._ops._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
 from ..._ops._graph import only, saved_tensor, sign_of, sum_to_tensor
 from ..._ops.arith import broadcast_error, where
 from ..._ops.unary import sgn
+from ...amp._state import state as _autocast
+from ...amp._state import to_float32
 
 __all__ = [
     "BinaryCrossEntropyBackward0",
@@ -164,6 +166,8 @@ def mse_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """Mean (or summed, or elementwise) squared error."""
+    if _autocast.lower is not None:  # torch's CPU autocast: in float32
+        input, target = to_float32(input, target)
     mode = reduction_mode(size_average, reduce, reduction)
     diff = _difference(input, target)
     dtype = diff.dtype
@@ -188,6 +192,8 @@ def l1_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """Mean (or summed, or elementwise) absolute error."""
+    if _autocast.lower is not None:  # torch's CPU autocast: in float32
+        input, target = to_float32(input, target)
     mode = reduction_mode(size_average, reduce, reduction)
     diff = _difference(input, target)
     out = _reduce(np.abs(diff), mode, diff.dtype)
@@ -220,6 +226,8 @@ def smooth_l1_loss(
     beta: float = 1.0,
 ) -> Tensor:
     """Huber-like loss: quadratic for ``|x - y| < beta``, linear beyond; ``beta=0`` is L1."""
+    if _autocast.lower is not None:  # torch's CPU autocast: in float32
+        input, target = to_float32(input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:
@@ -411,6 +419,8 @@ def nll_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """Negative log-likelihood of class indices given log-probabilities ``input``."""
+    if _autocast.lower is not None:  # torch's CPU autocast: in float32
+        input, target, weight = to_float32(input, target, weight)
     mode = reduction_mode(size_average, reduce, reduction)
     x = input._data
     _check_index_dtype(target._data)
@@ -586,6 +596,8 @@ def cross_entropy(
     label_smoothing: float = 0.0,
 ) -> Tensor:
     """Cross entropy of logits ``input`` against class indices or class probabilities."""
+    if _autocast.lower is not None:  # torch's CPU autocast: in float32
+        input, target, weight = to_float32(input, target, weight)
     mode = reduction_mode(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -651,6 +663,8 @@ def binary_cross_entropy_with_logits(
     pos_weight: Tensor | None = None,
 ) -> Tensor:
     """Sigmoid + binary cross entropy in one numerically stable step."""
+    if _autocast.lower is not None:  # torch's CPU autocast: in float32
+        input, target, weight, pos_weight = to_float32(input, target, weight, pos_weight)
     mode = reduction_mode(size_average, reduce, reduction)
     x, y = input._data, target._data
     if x.shape != y.shape:
@@ -712,6 +726,8 @@ def binary_cross_entropy(
     reduction: str = "mean",
 ) -> Tensor:
     """Binary cross entropy of probabilities; each log is clamped at -100, as torch's."""
+    if _autocast.lower is not None:  # torch's CPU autocast: in float32
+        input, target, weight = to_float32(input, target, weight)
     mode = reduction_mode(size_average, reduce, reduction)
     x, y = input._data, target._data
     if x.shape != y.shape:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..._dtype import is_floating
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 
 __all__ = [
@@ -178,7 +179,7 @@ def _first_inside(out: int, stride: int, pad: int, dilation: int) -> np.ndarray:
 
 
 def _lowest(dtype: np.dtype) -> Any:
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    return -np.inf if is_floating(dtype) else np.iinfo(dtype).min
 
 
 def max_pool2d(
