@@ -153,11 +153,13 @@ __all__ = [
 
 # Every op above as its public function form: a first argument that is not a Tensor is
 # torch's TypeError (see public_op), checked only after the call failed. einsum's first
-# argument is the equation, normal's may be a number.
+# argument is the equation, normal's may be a number. They take numpy's ``axis``/``keepdims``
+# too, as torch's argument parser does, except those torch writes in Python.
 _NOT_TENSOR_FIRST = frozenset({"einsum", "normal"})
+_TORCH_NAMES_ONLY = frozenset({"norm", "split"})
 globals().update(
     {
-        name: public_op(value)
+        name: public_op(value, numpy_names=name not in _TORCH_NAMES_ONLY)
         for name, value in tuple(globals().items())
         if name in __all__ and name not in _NOT_TENSOR_FIRST
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from inspect import isfunction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -576,16 +577,10 @@ class Tensor:
     def isfinite(self) -> Tensor:
         return _compare.isfinite(self)
 
-    def all(
-        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-    ) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return _compare.all(self, dim, keepdim)
 
-    def any(
-        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-    ) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return _compare.any(self, dim, keepdim)
 
     def equal(self, other: Tensor) -> bool:
@@ -647,16 +642,10 @@ class Tensor:
         return _reduce.log_softmax(self, dim)
 
     # ------------------------------------------------------------------ reductions
-    def sum(
-        self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False, dtype: Any = None
-    ) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         return _reduce.sum(self, dim, keepdim, dtype=dtype)
 
-    def mean(
-        self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False, dtype: Any = None
-    ) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         return _reduce.mean(self, dim, keepdim, dtype=dtype)
 
     def var(
@@ -665,10 +654,8 @@ class Tensor:
         unbiased: bool | None = None,
         keepdim: bool = False,
         *,
-        keepdims: bool = False,
         correction: Any = None,
     ) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.var(self, dim, unbiased, keepdim, correction=correction)
 
     def std(
@@ -677,51 +664,35 @@ class Tensor:
         unbiased: bool | None = None,
         keepdim: bool = False,
         *,
-        keepdims: bool = False,
         correction: Any = None,
     ) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
         return _reduce.std(self, dim, unbiased, keepdim, correction=correction)
 
-    def max(self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False) -> Any:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
         return _reduce.max(self, dim, keepdim)
 
-    def min(self, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False) -> Any:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
         return _reduce.min(self, dim, keepdim)
 
-    def amax(self, dim: Any = (), keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
         return _reduce.amax(self, dim, keepdim)
 
-    def amin(self, dim: Any = (), keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
         return _reduce.amin(self, dim, keepdim)
 
-    def argmax(
-        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-    ) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return _reduce.argmax(self, dim, keepdim)
 
-    def argmin(
-        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-    ) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return _reduce.argmin(self, dim, keepdim)
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
         return _reduce.norm(self, p, dim, keepdim)
 
-    def prod(
-        self, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-    ) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return _reduce.prod(self, dim, keepdim)
 
-    def logsumexp(self, dim: Any, keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
         return _reduce.logsumexp(self, dim, keepdim)
 
     def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
@@ -749,10 +720,7 @@ class Tensor:
     ) -> Any:
         return _sorting.topk(self, k, dim, largest, sorted)
 
-    def median(
-        self, dim: Any = None, keepdim: builtins.bool = False, *, keepdims: builtins.bool = False
-    ) -> Any:
-        keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+    def median(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         return _sorting.median(self, dim, keepdim)
 
     # ------------------------------------------------------------------ shape
@@ -1134,3 +1102,11 @@ from ._ops import reduce as _reduce  # noqa: E402
 from ._ops import shape as _shape  # noqa: E402
 from ._ops import sorting as _sorting  # noqa: E402
 from ._ops import unary as _unary  # noqa: E402
+from ._ops._base import numpy_names as _numpy_names  # noqa: E402
+
+# torch's argument parser takes numpy's ``axis``/``keepdims`` for ``dim``/``keepdim`` in every
+# method that has them, except those torch writes in Python (``split``, ``norm``).
+for _name, _method in tuple(vars(Tensor).items()):
+    if isfunction(_method) and not _name.startswith("_") and _name not in {"split", "norm"}:
+        setattr(Tensor, _name, _numpy_names(_method))
+del _name, _method

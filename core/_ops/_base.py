@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -23,6 +24,7 @@ __all__ = [
     "grad_state",
     "needs_grad",
     "not_a_tensor",
+    "numpy_names",
     "public_op",
     "record",
     "sum_to",
@@ -33,6 +35,9 @@ wrap = _wrap
 _F = TypeVar("_F", bound=Callable[..., Any])
 # hookgrad's short parameter names -> torch's, for messages
 _TORCH_NAMES = {"x": "input", "a": "input", "b": "other"}
+# numpy's spelling of torch's parameter names, which torch's argument parser also accepts
+_NUMPY_NAMES = {"dim": "axis", "keepdim": "keepdims"}
+_UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>"})()
 
 
 def edge(t: Tensor) -> tuple[Node, int] | None:
@@ -103,7 +108,7 @@ def not_a_tensor(op: str, name: str, value: Any, position: int | None = None) ->
     return error
 
 
-def public_op(fn: _F) -> _F:
+def public_op(fn: _F, *, numpy_names: bool = False) -> _F:
     """``fn`` as a public function form (``hookgrad.relu``, ``F.linear``): the one place that
     turns a first argument that is not a Tensor into torch's TypeError.
 
@@ -112,19 +117,15 @@ def public_op(fn: _F) -> _F:
     has ``fn``'s own signature (generated once), so a call costs one plain Python frame and no
     check: no argument packing, and a ``try`` is free until something raises. A sequence
     argument (``cat``, ``stack``) names its first non-Tensor element, as torch does. Tensor
-    methods need no such wrapper: ``self`` is a Tensor.
+    methods need no such wrapper: ``self`` is a Tensor. With ``numpy_names`` the wrapper also
+    takes numpy's ``axis``/``keepdims`` (see :func:`numpy_names`).
     """
     signature = inspect.signature(fn)
     first = next(iter(signature.parameters))
-    check = _first_argument_check(fn.__name__, first)
-    params, args = _forwarding(signature)
-    namespace: dict[str, Any] = {
-        "_fn": fn,
-        "_check": check,
-        **params[1],
-    }
+    params, args, prologue = _forwarding(fn.__qualname__, signature, numpy_names)
     source = (
-        f"def {fn.__name__}({params[0]}):\n"
+        f"def {fn.__name__}({params}):\n"
+        f"{prologue}"
         "    try:\n"
         f"        return _fn({args})\n"
         "    except (AttributeError, TypeError, ValueError) as error:\n"
@@ -132,8 +133,42 @@ def public_op(fn: _F) -> _F:
         f"            _check({first})\n"
         "        raise\n"
     )
-    exec(source, namespace)  # the source is made of fn's own parameter names
+    return _generate(fn, source, _check=_first_argument_check(fn.__name__, first))
+
+
+def numpy_names(fn: _F) -> _F:
+    """``fn`` also taking numpy's spelling of its ``dim``/``keepdim`` parameters (``axis``,
+    ``keepdims``), as torch's argument parser does: ``x.argmax(axis=1)``.
+
+    The wrapper's signature is ``fn``'s plus the aliases as keyword-only parameters (generated
+    once), so a call without them costs one identity test per alias. Giving both spellings is
+    torch's TypeError naming the alias. ``fn`` is returned as it is if it has neither name.
+    """
+    signature = inspect.signature(fn)
+    if not _NUMPY_NAMES.keys() & signature.parameters.keys():
+        return fn
+    params, args, prologue = _forwarding(fn.__qualname__, signature, True)
+    source = f"def {fn.__name__}({params}):\n{prologue}    return _fn({args})\n"
+    return _generate(fn, source)
+
+
+def _generate(fn: _F, source: str, **names: Any) -> _F:
+    """Compile ``source``, a wrapper of ``fn`` made of ``fn``'s own parameter names.
+
+    Its file name lies in hookgrad's folder, so that a warning raised under it points past
+    it at the user's line (see ``user_stacklevel``), as past any other frame of hookgrad's.
+    """
+    namespace: dict[str, Any] = {"_fn": fn, "_unset": _UNSET, "_both": _both_given, **names}
+    for name, p in inspect.signature(fn).parameters.items():
+        namespace[f"_default_{name}"] = p.default
+    filename = os.path.join(os.path.dirname(__file__), f"<wrapper of {fn.__qualname__}>")
+    exec(compile(source, filename, "exec"), namespace)
     return functools.update_wrapper(namespace[fn.__name__], fn)  # type: ignore[return-value]
+
+
+def _both_given(op: str, alias: str) -> TypeError:
+    """torch's error for ``sum(dim=0, axis=0)``: the alias is the unexpected argument."""
+    return TypeError(f"{op}() got an unexpected keyword argument '{alias}'")
 
 
 def _first_argument_check(op: str, first: str) -> Callable[[Any], None]:
@@ -155,30 +190,62 @@ def _first_argument_check(op: str, first: str) -> Callable[[Any], None]:
     return check
 
 
-def _forwarding(signature: inspect.Signature) -> tuple[tuple[str, dict[str, Any]], str]:
-    """``((parameter list, defaults by name), argument list)`` of a wrapper with
-    ``signature`` that passes every argument on as it came."""
+def _forwarding(op: str, signature: inspect.Signature, aliases: bool) -> tuple[str, str, str]:
+    """``(parameter list, argument list, prologue)`` of a wrapper with ``signature`` that passes
+    every argument on as it came; with ``aliases``, it also takes numpy's names for ``dim`` and
+    ``keepdim`` (keyword-only, unset by default), which the prologue moves to torch's.
+
+    ``dim`` and ``keepdim`` are unset by default too, so that giving both spellings is an
+    error even when the value given is the default; the prologue fills in the default, or
+    raises Python's error for a required parameter (and any required one after it) left unset.
+    """
     params: list[str] = []
     args: list[str] = []
-    defaults: dict[str, Any] = {}
+    prologue: list[str] = []
     star = False
+    rest = ""
+    renamed = {n: a for n, a in _NUMPY_NAMES.items() if aliases and n in signature.parameters}
     for p in signature.parameters.values():
         if p.kind is p.VAR_POSITIONAL:
             params.append(f"*{p.name}")
             args.append(f"*{p.name}")
             star = True
         elif p.kind is p.VAR_KEYWORD:
-            params.append(f"**{p.name}")
-            args.append(f"**{p.name}")
+            rest = f"**{p.name}"
+            args.append(rest)
         else:
             keyword = p.kind is p.KEYWORD_ONLY
             if keyword and not star:
                 params.append("*")
                 star = True
-            default = ""
-            if p.default is not p.empty:
-                defaults[f"_default_{p.name}"] = p.default
-                default = f"=_default_{p.name}"
+            required = p.default is p.empty
+            unset = p.name in renamed or (required and not keyword and bool(prologue))
+            default = "=_unset" if unset else "" if required else f"=_default_{p.name}"
             params.append(p.name + default)
             args.append(f"{p.name}={p.name}" if keyword else p.name)
-    return (", ".join(params), defaults), ", ".join(args)
+            if p.name in renamed:
+                alias = renamed[p.name]
+                prologue.append(
+                    f"    if {alias} is not _unset:\n"
+                    f"        if {p.name} is not _unset:\n"
+                    f"            raise _both({op.rpartition('.')[2]!r}, {alias!r})\n"
+                    f"        {p.name} = {alias}\n"
+                    f"    elif {p.name} is _unset:\n"
+                )
+            elif unset:
+                prologue.append(f"    if {p.name} is _unset:\n")
+            if unset:
+                prologue.append(
+                    f"        {p.name} = _default_{p.name}\n"
+                    if not required
+                    else f'        raise TypeError("{op}() missing 1 required positional '
+                    f"argument: '{p.name}'\")\n"
+                )
+    for alias in renamed.values():
+        if not star:
+            params.append("*")
+            star = True
+        params.append(f"{alias}=_unset")
+    if rest:
+        params.append(rest)
+    return ", ".join(params), ", ".join(args), "".join(prologue)

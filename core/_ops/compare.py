@@ -83,15 +83,9 @@ def isfinite(a: Tensor) -> Tensor:
     return wrap(np.isfinite(a._data))
 
 
-def all(
-    a: Tensor, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-) -> Tensor:
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+def all(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     return wrap(np.asarray(np.all(a._data, axis=dim, keepdims=keepdim)))
 
 
-def any(
-    a: Tensor, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-) -> Tensor:
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+def any(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     return wrap(np.asarray(np.any(a._data, axis=dim, keepdims=keepdim)))

@@ -119,10 +119,7 @@ def _reduction(
     return record(out, node)
 
 
-def sum(
-    x: Tensor, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False, dtype: Any = None
-) -> Tensor:
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     d = x._data
     dims = normalize_dims(dim, d.ndim, reduce=True)
     out = np.sum(d, axis=dims, keepdims=keepdim, dtype=dtype)
@@ -135,10 +132,7 @@ def sum(
     return wrap(out)
 
 
-def mean(
-    x: Tensor, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False, dtype: Any = None
-) -> Tensor:
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+def mean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     d = x._data
     if d.dtype.kind not in "fc" and not is_floating(d.dtype) and dtype is None:
         raise RuntimeError(
@@ -237,11 +231,9 @@ def var(
     unbiased: bool | None = None,
     keepdim: bool = False,
     *,
-    keepdims: bool = False,
     correction: Any = None,
 ) -> Tensor:
     """Variance with Bessel's correction by default (``correction=1``), as torch."""
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     return _variance(x, dim, unbiased, keepdim, correction, sqrt=False)
 
 
@@ -251,11 +243,9 @@ def std(
     unbiased: bool | None = None,
     keepdim: bool = False,
     *,
-    keepdims: bool = False,
     correction: Any = None,
 ) -> Tensor:
     """Standard deviation, ``sqrt(var)``, with the same correction rules as :func:`var`."""
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     return _variance(x, dim, unbiased, keepdim, correction, sqrt=True)
 
 
@@ -333,13 +323,11 @@ def _extreme(
     return wrap(out)
 
 
-def amax(x: Tensor, dim: Any = (), keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+def amax(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return _extreme(x, dim, keepdim, np.max)
 
 
-def amin(x: Tensor, dim: Any = (), keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+def amin(x: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return _extreme(x, dim, keepdim, np.min, AminBackward0)
 
 
@@ -416,9 +404,8 @@ def _extreme_along(x: Tensor, dim: int, keepdim: bool, arg: Any) -> Any:
     return values_indices(wrap(values), indices)
 
 
-def max(x: Tensor, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False) -> Any:
+def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """Without dim: the largest element. With dim: ``(values, indices)`` along it."""
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     if isinstance(dim, Tensor):
         from .arith import maximum
 
@@ -428,9 +415,8 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False, *, keepdims: bool = F
     return _extreme_along(x, dim, keepdim, np.argmax)
 
 
-def min(x: Tensor, dim: Any = None, keepdim: bool = False, *, keepdims: bool = False) -> Any:
+def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """Without dim: the smallest element. With dim: ``(values, indices)`` along it."""
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     if isinstance(dim, Tensor):
         from .arith import minimum
 
@@ -440,20 +426,14 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False, *, keepdims: bool = F
     return _extreme_along(x, dim, keepdim, np.argmin)
 
 
-def argmax(
-    x: Tensor, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-) -> Tensor:
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     d = x._data
     if dim is None:
         return wrap(np.asarray(np.argmax(d), dtype=np.int64))
     return wrap(np.argmax(d, axis=dim, keepdims=keepdim).astype(np.int64))
 
 
-def argmin(
-    x: Tensor, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-) -> Tensor:
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
+def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     d = x._data
     if dim is None:
         return wrap(np.asarray(np.argmin(d), dtype=np.int64))
@@ -563,12 +543,9 @@ class ProdBackward1(ProdBackward0):
     __slots__ = ()
 
 
-def prod(
-    x: Tensor, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-) -> Tensor:
+def prod(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     if _autocast.lower is not None:  # torch's CPU autocast: in float32
         (x,) = to_float32(x)
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
     dims = normalize_dims(dim, d.ndim, reduce=True)
     out = np.asarray(
@@ -606,9 +583,8 @@ class LogsumexpBackward0(Node):
         return (expand_back(only(grads), shape, dims) * (x - out).exp(),)
 
 
-def logsumexp(x: Tensor, dim: Any, keepdim: bool = False, *, keepdims: bool = False) -> Tensor:
+def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` along ``dim``, computed stably."""
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
     dims = normalize_dims(dim, d.ndim, reduce=True)
     m = np.max(d, axis=dims, keepdims=True)

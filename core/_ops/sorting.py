@@ -136,11 +136,8 @@ def _median_index(d: np.ndarray, axis: int) -> np.ndarray:
     return np.where(nan.any(axis=axis, keepdims=True), first_nan, lower)
 
 
-def median(
-    x: Tensor, dim: int | None = None, keepdim: bool = False, *, keepdims: bool = False
-) -> Any:
+def median(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """The lower median of all entries, or ``(values, indices)`` along ``dim``."""
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     d = x._data
     if dim is None:
         if d.size == 0:

@@ -94,11 +94,9 @@ def var_mean(
     unbiased: Any = None,
     keepdim: bool = False,
     *,
-    keepdims: bool = False,
     correction: Any = None,
 ) -> tuple[Tensor, Tensor]:
     """``(var, mean)`` over ``dim``, Bessel-corrected by default (``correction=1``)."""
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     return _stat_mean(x, dim, unbiased, keepdim, correction, sqrt=False)
 
 
@@ -108,9 +106,7 @@ def std_mean(
     unbiased: Any = None,
     keepdim: bool = False,
     *,
-    keepdims: bool = False,
     correction: Any = None,
 ) -> tuple[Tensor, Tensor]:
     """``(std, mean)`` over ``dim``, with the same correction rules as :func:`var_mean`."""
-    keepdim = keepdim or keepdims  # torch also accepts numpy's spelling
     return _stat_mean(x, dim, unbiased, keepdim, correction, sqrt=True)
