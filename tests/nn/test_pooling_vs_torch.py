@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
@@ -37,11 +37,27 @@ def windows(draw: st.DrawFn, dims: int = 2) -> dict[str, Any]:
 shapes_2d = st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 7), st.integers(1, 7))
 
 
+def _window_in_padding_only(size: int, options: dict[str, Any], dim: int, dilation: int) -> bool:
+    """Whether some output window of max pooling along ``dim`` holds padding only: torch 2.13's
+    CPU backward then scatters to index -1 and can abort the whole process (seen in a full
+    run), so such cases are left out of the comparison."""
+    k, p = options["kernel_size"][dim], options["padding"][dim]
+    s = (options["stride"] or options["kernel_size"])[dim]
+    span = dilation * (k - 1) + 1
+    out = (size + 2 * p - span + (s - 1 if options["ceil_mode"] else 0)) // s + 1
+    if options["ceil_mode"] and (out - 1) * s >= size + p:
+        out -= 1
+    return any(
+        all(not 0 <= i * s - p + j * dilation < size for j in range(k)) for i in range(max(out, 0))
+    )
+
+
 @FAST
 @given(shapes_2d, windows(), st.integers(1, 2), st.booleans())
 def test_max_pool2d_matches_torch(same_or_torch_error, shape, options, dilation, unbatched):
     """F.max_pool2d: torch's values, indices and gradients (or torch's error) for kernel,
     stride, padding, dilation and ceil mode, on batched and unbatched input."""
+    assume(not any(_window_in_padding_only(shape[2 + d], options, d, dilation) for d in (0, 1)))
     x = _x(*shape)[0] if unbatched else _x(*shape)
     same_or_torch_error(
         lambda lib, t: lib.nn.functional.max_pool2d(
