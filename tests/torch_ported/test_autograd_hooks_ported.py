@@ -11,13 +11,9 @@ from __future__ import annotations
 import pytest
 
 
-def test_hook_edge_case_when_called_with_grad(lib):
-    """autograd.grad runs the tensor hooks of an input's node but neither its pre- nor its
-    post-hooks unless the node runs for another input; backward runs them all.
-    From TestAutograd.test_hook_edge_case_when_called_with_grad."""
-    a = lib.tensor(1.0, requires_grad=True)
-    b = a * 2
-    c = b * 2
+def _hook_counter(a, b):
+    """Count-keeping hooks on ``a`` and ``b`` (tensor), on ``a``'s AccumulateGrad and ``b``'s
+    node (pre and post); returns ``run(action) -> (tensor, pre, post)`` counts of one action."""
     counts = {"tensor": 0, "pre": 0, "post": 0}
 
     def bump(kind):
@@ -38,6 +34,18 @@ def test_hook_edge_case_when_called_with_grad(lib):
         counts.update(tensor=0, pre=0, post=0)
         action()
         return counts["tensor"], counts["pre"], counts["post"]
+
+    return run
+
+
+def test_hook_edge_case_when_called_with_grad(lib):
+    """autograd.grad runs the tensor hooks of an input's node but neither its pre- nor its
+    post-hooks unless the node runs for another input; backward runs them all.
+    From TestAutograd.test_hook_edge_case_when_called_with_grad."""
+    a = lib.tensor(1.0, requires_grad=True)
+    b = a * 2
+    c = b * 2
+    run = _hook_counter(a, b)
 
     assert run(lambda: lib.autograd.grad(c, inputs=(b), retain_graph=True)) == (1, 0, 0)
     assert run(lambda: lib.autograd.grad(c, inputs=(a, b), retain_graph=True)) == (2, 1, 1)
@@ -158,26 +166,7 @@ def test_hook_edge_case_when_called_with_grad_under_create_graph(lib):
     a = lib.tensor(1.0, requires_grad=True)
     b = a * 2
     c = b * b
-    counts = {"tensor": 0, "pre": 0, "post": 0}
-
-    def bump(kind):
-        def hook(*args):
-            counts[kind] += 1
-
-        return hook
-
-    a.register_hook(bump("tensor"))
-    b.register_hook(bump("tensor"))
-    acc = b.grad_fn.next_functions[0][0]
-    acc.register_hook(bump("post"))
-    acc.register_prehook(bump("pre"))
-    b.grad_fn.register_hook(bump("post"))
-    b.grad_fn.register_prehook(bump("pre"))
-
-    def run(action):
-        counts.update(tensor=0, pre=0, post=0)
-        action()
-        return counts["tensor"], counts["pre"], counts["post"]
+    run = _hook_counter(a, b)
 
     assert run(lambda: lib.autograd.grad(c, inputs=(b), create_graph=True)) == (1, 0, 0)
     assert run(lambda: lib.autograd.grad(c, inputs=(a, b), create_graph=True)) == (2, 1, 1)
