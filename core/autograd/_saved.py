@@ -266,16 +266,8 @@ def unpack_node(node: Node) -> None:
         setattr(node, field, saved.tensor()._data)
 
 
-def torch_saved_name(node: Node, name: str) -> str | None:
-    """The slot behind ``grad_fn._saved_<name>``, or None if the node saves no such value."""
-    for field in node._saved_fields:
-        if torch_name(node, field) == name:
-            return field
-    return None
-
-
-def torch_name(node: Node, field: str) -> str:
-    """torch's name for the value ``node`` saves in slot ``field``."""
+def torch_name(node: Node | type[Node], field: str) -> str:
+    """torch's name for the value ``node`` (or its class) saves in slot ``field``."""
     return node._torch_saved_names.get(field, _TORCH_NAMES.get(field, field))
 
 

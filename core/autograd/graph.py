@@ -24,7 +24,6 @@ from ._saved import (
     saved_tensors_hooks,
     saved_value,
     torch_name,
-    torch_saved_name,
 )
 
 if TYPE_CHECKING:
@@ -117,6 +116,7 @@ class Node:
         if isinstance(own, str):
             own = (own,)
         cls._saved_fields = cls._saved_fields + tuple(s for s in own if not s.startswith("_"))
+        _define_saved_attributes(cls)
 
     def __init__(self, edges: tuple[Edge | None, ...]) -> None:
         self._next = edges
@@ -174,16 +174,6 @@ class Node:
         hooks.pre[handle.id] = fn
         return handle
 
-    def __getattr__(self, name: str) -> Any:
-        """``_saved_<name>`` / ``_raw_saved_<name>``: a saved value under torch's name, as a
-        Tensor or as a SavedTensor that takes hooks. Only missing attributes come here."""
-        for prefix, make in (("_raw_saved_", SavedTensor), ("_saved_", saved_value)):
-            if name.startswith(prefix):
-                field = torch_saved_name(self, name[len(prefix) :])
-                if field is not None:
-                    return make(self, field)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def __dir__(self) -> list[str]:
         names = {torch_name(self, f) for f in self._saved_fields}
         saved = [f"{prefix}{n}" for n in sorted(names) for prefix in ("_raw_saved_", "_saved_")]
@@ -217,6 +207,46 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {id(self):#x}>"
+
+
+class _SavedAttribute:
+    """``grad_fn._saved_<name>`` (a Tensor) or ``_raw_saved_<name>`` (a SavedTensor): one class
+    attribute per saved slot under torch's name, made when the class is. Not a ``__getattr__``
+    on Node: a type with one makes every attribute read of every node slower (the interpreter
+    cannot specialise them), and the engine reads node attributes all through a backward."""
+
+    __slots__ = ("_field", "_make", "_name")
+
+    def __init__(self, name: str, field: str | None, make: Callable[[Node, str], Any]) -> None:
+        self._name = name
+        self._field = field  # None: a name a base class saves under that this class does not
+        self._make = make
+
+    def __get__(self, node: Node | None, owner: type | None = None) -> Any:
+        if node is None:
+            return self
+        if self._field is None:
+            raise AttributeError(f"{type(node).__name__!r} object has no attribute {self._name!r}")
+        return self._make(node, self._field)
+
+
+def _define_saved_attributes(cls: type[Node]) -> None:
+    """Give ``cls`` its ``_saved_<name>``/``_raw_saved_<name>`` attributes (torch's names for
+    its saved slots), hiding a base class's that no slot of ``cls`` carries any more."""
+    names = {torch_name(cls, field): field for field in cls._saved_fields}
+    inherited = {
+        attr
+        for base in cls.__mro__[1:]
+        for attr, value in vars(base).items()
+        if isinstance(value, _SavedAttribute)
+    }
+    for prefix, make in (("_raw_saved_", SavedTensor), ("_saved_", saved_value)):
+        wanted = {prefix + name: field for name, field in names.items()}
+        for attr in inherited - wanted.keys():
+            if attr.startswith(prefix):
+                setattr(cls, attr, _SavedAttribute(attr, None, make))
+        for attr, field in wanted.items():
+            setattr(cls, attr, _SavedAttribute(attr, field, make))
 
 
 class AccumulateGrad(Node):
