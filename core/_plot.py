@@ -50,22 +50,12 @@ INSTALL: Final = "pip install 'hookgrad[plot]'"
 FORMATS: Final = {".svg": "svg", ".png": "png"}
 """The picture's format by the file's suffix."""
 
-# tab10, the matplotlib default cycle: distinct hues that stay apart on white.
-PALETTE: Final = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
-SKIP_COLOR: Final = "#d62728"
-BACKOFF_COLOR: Final = "#ff7f0e"
-SCALE_COLOR: Final = "#9467bd"
+# Colours of matplotlib's cycle ("C0" is its first): distinct hues that stay apart on white.
+LINE_COLORS: Final = 10
+SKIP_COLOR: Final = "C3"
+BACKOFF_COLOR: Final = "C1"
+SCALE_COLOR: Final = "C4"
+POST_CLIP_COLOR: Final = "C0"
 PRE_CLIP_COLOR: Final = "#555555"
 NONFINITE_COLOR: Final = "#444444"
 
@@ -331,7 +321,7 @@ def _layers(picture: Picture, flow: Flow, axes: Axes) -> None:
         return
     entries: list[tuple[str, Style]] = []
     for index, (name, points) in enumerate(flow.modules.items()):
-        color = PALETTE[index % len(PALETTE)]
+        color = f"C{index % LINE_COLORS}"
         named = f"module-norm-{index}", f"the gradient norm of module '{name}'"
         _series(picture, axes, points, bounds, named, color)
         entries.append((_shorten(name or "(root)"), {"color": color}))
@@ -348,14 +338,14 @@ def _clipping_and_scaling(picture: Picture, flow: Flow, axes: Axes) -> None:
         before = ("clip-pre", "the norm before clipping")
         _series(picture, axes, flow.pre_clip, bounds, before, PRE_CLIP_COLOR)
         after = ("clip-post", "the norm after clipping")
-        _series(picture, axes, flow.post_clip, bounds, after, PALETTE[0])
+        _series(picture, axes, flow.post_clip, bounds, after, POST_CLIP_COLOR)
         steps = [step for step, _ in flow.clipped]
         norms = [_clamp(norm, bounds) for _, norm in flow.clipped]
         dots = axes.scatter(steps, norms, s=8, color=SKIP_COLOR, zorder=3)
         picture.name(dots, "clipped", f"clipped at {len(steps)} steps")
         entries += [
             ("norm before clipping", {"color": PRE_CLIP_COLOR}),
-            ("after clipping", {"color": PALETTE[0]}),
+            ("after clipping", {"color": POST_CLIP_COLOR}),
             ("clipped", {"color": SKIP_COLOR, "marker": "o", "linestyle": "none"}),
         ]
     if flow.log2_scale:
