@@ -81,6 +81,8 @@ SMALLEST_DECADE: Final = -323
 LARGEST_DECADE: Final = 308
 """10.0 ** 308 is the largest power of ten a float holds."""
 MAX_TICKS: Final = 6
+MAX_LISTED: Final = 20
+"""Non-finite values a tooltip lists by step."""
 
 Style: TypeAlias = dict[str, Any]
 """Keyword arguments of a matplotlib line."""
@@ -267,12 +269,19 @@ def _line(axes: Axes, steps: list[float], values: list[float], **style: Any) -> 
 def _nonfinite_marks(
     picture: Picture, axes: Axes, points: Sequence[Point], what: str, color: str
 ) -> None:
-    """A small upward triangle at the top edge for each value that has no place on the axis."""
+    """A small upward triangle at the top edge for each value that has no place on the axis;
+    one artist per series (thousands of NaN steps draw fast), its tooltip listing them."""
+    marks = [(step, value) for step, value in points if not math.isfinite(value)]
+    if not marks:
+        return
     top = axes.get_xaxis_transform()  # x in steps, y from 0 (bottom) to 1 (top)
-    for step, value in points:
-        if not math.isfinite(value):
-            (mark,) = axes.plot([step], [0.95], "^", color=color, markersize=6, transform=top)
-            picture.number(mark, "nonfinite", f"step {step}: {what} is {value}")
+    steps = [step for step, _ in marks]
+    (triangles,) = axes.plot(
+        steps, [0.95] * len(steps), "^", color=color, markersize=6, transform=top
+    )
+    listed = ", ".join(f"{value} at step {step}" for step, value in marks[:MAX_LISTED])
+    more = f" and {len(marks) - MAX_LISTED} more" if len(marks) > MAX_LISTED else ""
+    picture.number(triangles, "nonfinite", f"{what}: {listed}{more}")
 
 
 def _has_nonfinite(*series: Iterable[Point]) -> bool:

@@ -622,6 +622,18 @@ def test_picture_plots_the_records_numbers() -> None:
     assert (layers.get_ylim(), steps.get_ylim()) == ((0.1, 10.0), (1.0, 10.0))
 
 
+def test_nonfinite_tooltip_lists_twenty_steps_and_counts_the_rest() -> None:
+    """25 NaN norms of one layer: one row of triangles, a tooltip naming the first 20 steps."""
+    records = [
+        _record("grad_stats", "module_grad", step, "fc", stage="pre_clip", norm=math.nan)
+        for step in range(25)
+    ]
+    picture = draw(gradient_flow(plugin_entries(records)))
+    steps = ", ".join(f"nan at step {step}" for step in range(1, 21))
+    assert picture.titles["nonfinite-0"] == f"the gradient norm of module 'fc': {steps} and 5 more"
+    assert list(picture.artist("nonfinite-0").get_xdata()) == list(range(1, 26))
+
+
 @pytest.mark.parametrize(("modules", "height"), [(2, 665), (20, 835)])
 def test_png_is_a_png_of_the_figures_size(modules: int, height: int) -> None:
     """A PNG 1000 pixels wide; a long legend (20 layers) makes the layers panel taller."""
