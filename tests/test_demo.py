@@ -11,10 +11,12 @@ import struct
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import pytest
 from click.testing import CliRunner, Result
 
@@ -599,6 +601,18 @@ def test_svg_is_deterministic_and_survives_a_json_round_trip() -> None:
         "the gradient norm of module 'enc.fc'",
         "the gradient norm of module 'head'",
     ]
+
+
+def test_pictures_drawn_in_threads_are_the_same_bytes() -> None:
+    """Four threads render at once: each SVG equals the one drawn alone, and matplotlib's
+    global settings are as they were after."""
+    flow = gradient_flow(plugin_entries(_synthetic()))
+    alone = render(flow, "svg")
+    before = dict(matplotlib.rcParams)
+    with ThreadPoolExecutor(4) as pool:
+        drawn = list(pool.map(lambda fmt: render(flow, fmt), ["svg", "png"] * 4))
+    assert drawn[::2] == [alone] * 4 and len(set(drawn[1::2])) == 1
+    assert dict(matplotlib.rcParams) == before
 
 
 def test_picture_plots_the_records_numbers() -> None:
