@@ -40,7 +40,8 @@ from ._demo import (
     make_task,
     run,
 )
-from ._report import findings, gradient_flow, render_svg
+from ._plot import PlotUnavailable, picture_format, render
+from ._report import findings, gradient_flow
 from ._report_records import Entry, RecordError, plugin_entries, read_entries
 from .engines import ENGINE_NAMES
 from .runtime import (
@@ -459,12 +460,22 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def _write_picture(entries: list[Entry], path: Path) -> None:
-    """The gradient-flow SVG of ``entries`` at ``path``."""
+def _write_picture(entries: list[Entry], path: Path) -> bool:
+    """The gradient-flow picture of ``entries`` at ``path``, SVG or PNG by its suffix.
+
+    Without matplotlib (the ``plot`` extra) a warning says how to install it instead, and the
+    command goes on: False.
+    """
     try:
-        path.write_text(render_svg(gradient_flow(entries)), encoding="utf-8", newline="\n")
+        picture = render(gradient_flow(entries), picture_format(path))
+    except PlotUnavailable as error:
+        click.echo(f"warning: no {path}: {error}", err=True)
+        return False
+    try:
+        path.write_bytes(picture)
     except OSError as error:
         raise click.ClickException(f"cannot write {path}: {error.strerror}") from None
+    return True
 
 
 def _after_run(runtime: Runtime | None, out: Path | None) -> None:
@@ -483,8 +494,8 @@ def _after_run(runtime: Runtime | None, out: Path | None) -> None:
         return
     written = [out / LOSS_FILE]
     if entries is not None:
-        _write_picture(entries, out / PICTURE_FILE)
-        written = [out / EVENTS_FILE, out / PICTURE_FILE, *written]
+        drawn = _write_picture(entries, out / PICTURE_FILE)
+        written = [out / EVENTS_FILE, *([out / PICTURE_FILE] if drawn else []), *written]
     for path in written:
         click.echo(f"wrote {path}")
 
@@ -618,12 +629,23 @@ def demo(
 # --------------------------------------------------------------------------------------------
 
 
+def _picture_path(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
+    """``report --out``: a path whose suffix names a picture format, else a usage error."""
+    if path is not None:
+        try:
+            picture_format(path)
+        except ValueError as error:
+            raise click.BadParameter(str(error)) from None
+    return path
+
+
 @main.command()
 @click.argument("events", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
-    help=f"The SVG to write (default: {PICTURE_FILE} next to EVENTS).",
+    callback=_picture_path,
+    help=f"The picture to write, .svg or .png (default: {PICTURE_FILE} next to EVENTS).",
 )
 @click.option(
     "--tensorboard",
@@ -658,8 +680,8 @@ def report(events: Path, out: Path | None, tensorboard: Path | None, histogram_e
     for line in findings(log.entries):
         click.echo(line)
     picture = out if out is not None else events.with_name(PICTURE_FILE)
-    _write_picture(log.entries, picture)
-    click.echo(f"wrote {picture}")
+    if _write_picture(log.entries, picture):
+        click.echo(f"wrote {picture}")
     if tensorboard is not None:
         _write_tensorboard(events, tensorboard, histogram_every)
         click.echo(f"wrote {tensorboard}")

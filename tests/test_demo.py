@@ -1,4 +1,4 @@
-"""``hookgrad demo`` under the example config, ``hookgrad report``, and the SVG helpers."""
+"""``hookgrad demo`` under the example config, ``hookgrad report``, and the gradient-flow picture."""
 
 from __future__ import annotations
 
@@ -7,25 +7,29 @@ import json
 import math
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import pytest
 from click.testing import CliRunner, Result
 
 from hookgrad._demo import NanInjection, glyph_digits, make_task, run
-from hookgrad._report import findings, gradient_flow, render_svg
-from hookgrad._report_records import plugin_entries
-from hookgrad._svg import Scale, log_ticks, nice_ticks, staircase
+from hookgrad._plot import DPI, Picture, draw, render
+from hookgrad._report import findings, gradient_flow
+from hookgrad._report_records import plugin_entries, read_entries
 from hookgrad.cli import main
 from hookgrad.runtime import read_events
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "hookgrad.toml"
 SVG = "{http://www.w3.org/2000/svg}"
+PICTURE = "gradient_flow.svg"
 BUILT_INS = ("grad_clip", "grad_scale", "grad_stats", "nan_guard")
 
 
@@ -51,8 +55,13 @@ class Run:
     def records(self) -> list[dict[str, Any]]:
         return [record for _, record in read_events(self.out / "events.jsonl", warn=pytest.fail)]
 
-    def svg(self) -> ET.Element:
-        return ET.parse(self.out / "gradient_flow.svg").getroot()
+    def titles(self) -> dict[str, str]:
+        """The tooltips of the run's picture (gradient_flow.svg), by the id of their group."""
+        return _titles((self.out / "gradient_flow.svg").read_bytes())
+
+    def picture(self) -> Picture:
+        """The picture of the run's log, drawn again: its artists hold the plotted numbers."""
+        return draw(gradient_flow(read_entries(self.out / "events.jsonl", pytest.fail).entries))
 
     def of(self, plugin: str, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("plugin") == plugin and r.get("kind") == kind]
@@ -73,12 +82,19 @@ def mlp_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     )
 
 
-def _polylines(svg: ET.Element, css_class: str) -> list[ET.Element]:
-    return [e for e in svg.iter(f"{SVG}polyline") if e.get("class") == css_class]
+def _titles(svg: bytes) -> dict[str, str]:
+    """gid -> tooltip of every group of an SVG that has a ``<title>``."""
+    groups = ET.fromstring(svg).iter(f"{SVG}g")
+    return {
+        g.get("id", ""): g.findtext(f"{SVG}title", "")
+        for g in groups
+        if g.find(f"{SVG}title") is not None
+    }
 
 
-def _markers(svg: ET.Element, kind: str) -> list[ET.Element]:
-    return [e for e in svg.iter(f"{SVG}g") if kind in (e.get("class") or "").split()]
+def _of(titles: dict[str, str], kind: str) -> list[str]:
+    """The tooltips of the numbered artists of ``kind`` (``skip_step-0``, ...), in order."""
+    return [title for gid, title in titles.items() if gid.rpartition("-")[0] == kind]
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,19 +159,31 @@ def test_demo_prints_the_per_layer_table_and_summary(mlp_run: Run) -> None:
 
 
 def test_picture_has_one_line_per_parameterised_layer(mlp_run: Run) -> None:
-    """Panel 1 has one polyline per Linear layer, named by its qualified name."""
-    lines = _polylines(mlp_run.svg(), "module-norm")
-    assert [line.get("data-module") for line in lines] == ["0", "2", "4"]
-    assert all(len(line.get("points", "").split()) == 29 for line in lines)  # one step vetoed
+    """Panel 1 has one line per Linear layer, named by its qualified name, through the log's
+    pre-clip norms at the steps as shown (from 1)."""
+    assert _of(mlp_run.titles(), "module-norm") == [
+        f"the gradient norm of module '{name}'" for name in ("0", "2", "4")
+    ]
+    picture = mlp_run.picture()
+    for index, name in enumerate(("0", "2", "4")):
+        norms = [
+            (r["step"] + 1, r["data"]["norm"])
+            for r in mlp_run.of("grad_stats", "module_grad")
+            if r["module_name"] == name and r["data"]["stage"] == "pre_clip"
+        ]
+        assert len(norms) == 29  # one step vetoed
+        line = picture.artist(f"module-norm-{index}")
+        assert list(zip(line.get_xdata(), line.get_ydata(), strict=True)) == norms
 
 
 def test_picture_marks_each_skipped_step(mlp_run: Run) -> None:
     """One red marker per skip_step record, and the clipping and scale lines are drawn."""
     skips = [r for r in mlp_run.records if r.get("kind") == "skip_step"]
     assert len(skips) == 1
-    assert len(_markers(mlp_run.svg(), "skip_step")) == len(skips)
-    for css_class in ("clip-pre", "clip-post", "loss-scale"):
-        assert len(_polylines(mlp_run.svg(), css_class)) == 1
+    titles = mlp_run.titles()
+    assert _of(titles, "skip_step") == ["step 20: skip: overflow, from '2'"]
+    assert _of(titles, "backoff") == ["step 20: backoff"]
+    assert {"clip-pre", "clip-post", "clipped", "loss-scale"} <= titles.keys()
 
 
 def test_inject_nan_is_named_by_the_guard(mlp_run: Run) -> None:
@@ -235,8 +263,7 @@ def test_inject_spike_is_rolled_back_under_the_example_config(spike_run: Run) ->
     assert data["z"] > 6.0
     line = _spike_line(35, "rolled back to the snapshot of step 25:", data)
     assert line in spike_run.result.output.splitlines()
-    labels = [e.findtext(f"{SVG}title") for e in _markers(spike_run.svg(), "skip_step")]
-    assert labels == ["step 35: rollback: spike"]
+    assert _of(spike_run.titles(), "skip_step") == ["step 35: rollback: spike"]
 
 
 def test_report_prints_the_spike_sentence_again(spike_run: Run, tmp_path: Path) -> None:
@@ -295,7 +322,10 @@ def test_demo_cnn_draws_its_conv_and_linear_layers(tmp_path: Path) -> None:
     """--model cnn trains the small CNN; the picture has lines for Conv2d 0 and Linear 3."""
     run = _demo(tmp_path, "--model", "cnn", "--steps", "5")
     assert "glyph digits 0-4: 320 noisy 8x8 images" in run.result.output
-    assert [e.get("data-module") for e in _polylines(run.svg(), "module-norm")] == ["0", "3"]
+    assert _of(run.titles(), "module-norm") == [
+        "the gradient norm of module '0'",
+        "the gradient norm of module '3'",
+    ]
 
 
 def test_demo_without_plugins_trains_plainly_with_a_hint(tmp_path: Path) -> None:
@@ -381,6 +411,69 @@ def test_report_writes_next_to_the_log_by_default(mlp_run: Run, tmp_path: Path) 
     ).read_bytes()
 
 
+def test_report_draws_a_png_when_out_ends_in_png(mlp_run: Run, tmp_path: Path) -> None:
+    """report EVENTS --out FILE.png writes the same picture as a PNG, 1000 pixels wide."""
+    result = _invoke(["report", str(mlp_run.out / "events.jsonl"), "--out", "flow.png"], tmp_path)
+    assert result.exit_code == 0, result.output + result.stderr
+    png = (tmp_path / "flow.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", png[16:24]) == (1000, 665)
+    assert result.output.splitlines()[-1] == "wrote flow.png"
+
+
+@pytest.mark.parametrize("name", ["flow.pdf", "flow"])
+def test_report_out_of_another_format_is_a_usage_error(tmp_path: Path, name: str) -> None:
+    """--out with a suffix other than .svg or .png exits 2 naming it, before reading the log."""
+    (tmp_path / "events.jsonl").write_text("")
+    result = _invoke(["report", "events.jsonl", "--out", name], tmp_path)
+    assert result.exit_code == 2
+    shown = "'.pdf'" if name.endswith(".pdf") else "no suffix"
+    assert f"Invalid value for '--out': {name}: the picture is .svg or .png, not {shown}" in (
+        result.stderr
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["events.jsonl"]
+
+
+_NO_MATPLOTLIB = (
+    "warning: no {path}: the gradient-flow picture needs matplotlib: pip install 'hookgrad[plot]'"
+)
+
+
+def test_demo_without_matplotlib_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """matplotlib missing: the demo trains and writes its log and loss.csv, and a warning
+    names the plot extra instead of the picture."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    run = _demo(tmp_path, "--steps", "3")
+    assert run.result.stderr.splitlines() == [_NO_MATPLOTLIB.format(path=run.out / PICTURE)]
+    assert sorted(p.name for p in run.out.iterdir()) == ["events.jsonl", "loss.csv"]
+    assert run.result.output.splitlines()[-2:] == [
+        f"wrote {run.out / 'events.jsonl'}",
+        f"wrote {run.out / 'loss.csv'}",
+    ]
+
+
+def test_report_without_matplotlib_says_how_to_install_it(mlp_run: Run, tmp_path: Path) -> None:
+    """A hookgrad process where matplotlib cannot be imported: report prints the table and
+    the findings, exit 0, and a warning naming the plot extra instead of the picture."""
+    block = "import sys; sys.modules['matplotlib'] = None; from hookgrad.cli import main; main()"
+    shutil.copy(mlp_run.out / "events.jsonl", tmp_path / "events.jsonl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOOKGRAD_")}
+    done = subprocess.run(
+        [sys.executable, "-c", block, "report", "events.jsonl"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [_NO_MATPLOTLIB.format(path=PICTURE)]
+    assert "module  steps" in done.stdout and "grad_clip: clipped " in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["events.jsonl"]
+
+
 def test_report_skips_a_cut_last_line_naming_it(tmp_path: Path) -> None:
     """A last line cut by a kill warns with FILE:LINE; the lines before it are drawn."""
     good = {
@@ -405,8 +498,8 @@ def test_report_skips_a_cut_last_line_naming_it(tmp_path: Path) -> None:
         "warning: events.jsonl:4: not JSON (Unterminated string starting at: column 34); "
         "last line skipped (cut by a kill?)",
     ]
-    svg = ET.parse(tmp_path / "gradient_flow.svg").getroot()
-    assert [e.get("data-module") for e in _polylines(svg, "module-norm")] == ["fc"]
+    titles = _titles((tmp_path / "gradient_flow.svg").read_bytes())
+    assert _of(titles, "module-norm") == ["the gradient norm of module 'fc'"]
 
 
 def test_report_missing_file_is_a_usage_error(tmp_path: Path) -> None:
@@ -427,43 +520,6 @@ def test_report_of_a_log_without_records_fails(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 # The picture's pieces, on synthetic records
 # --------------------------------------------------------------------------------------------
-
-
-def test_nice_ticks_are_round_and_inside_the_range() -> None:
-    """Steps of 1, 2 or 5 times a power of ten, about five of them."""
-    assert nice_ticks(0.0, 1.0) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    assert nice_ticks(1.0, 200.0) == [50.0, 100.0, 150.0, 200.0]
-    assert nice_ticks(7.5, 16.5) == [8.0, 10.0, 12.0, 14.0, 16.0]
-    assert nice_ticks(3.0, 3.0) == [3.0]
-
-
-def test_log_ticks_are_decades_thinned_to_six() -> None:
-    """Powers of ten inside the range; a wide range keeps every k-th."""
-    assert log_ticks(0.01, 10.0) == [0.01, 0.1, 1.0, 10.0]
-    assert log_ticks(0.03, 0.7) == [0.1]
-    assert log_ticks(1e-6, 1e6) == [1e-6, 1e-3, 1.0, 1e3, 1e6]
-
-
-def test_scales_map_data_to_pixels() -> None:
-    """A linear scale maps its ends to the pixel ends; a decade scale is linear in log10."""
-    x = Scale.linear([1.0, 5.0, 3.0], 80.0, 480.0)
-    assert (x.lo, x.hi, x(1.0), x(3.0), x(5.0)) == (1.0, 5.0, 80.0, 280.0, 480.0)
-    y = Scale.decades([0.03, 0.7, 0.0], 300.0, 100.0)  # zero is clamped onto the axis
-    assert (y.lo, y.hi, y.log, y.clamps) == (0.01, 1.0, True, True)
-    assert y(0.1) == pytest.approx(200.0)
-    assert Scale.linear([], 0.0, 10.0).ticks() == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    assert (Scale.decades([0.5], 0.0, 1.0).lo, Scale.decades([0.5], 0.0, 1.0).hi) == (0.1, 1.0)
-
-
-def test_staircase_holds_each_value_until_the_next_step() -> None:
-    """(1, 8), (4, 9) -> the value 8 stays until step 4, then jumps."""
-    assert staircase([(1, 8.0), (4, 9.0), (6, 8.0)]) == [
-        (1, 8.0),
-        (4, 8.0),
-        (4, 9.0),
-        (6, 9.0),
-        (6, 8.0),
-    ]
 
 
 def _record(
@@ -532,24 +588,88 @@ def test_gradient_flow_pulls_series_from_records() -> None:
 
 
 def test_svg_is_deterministic_and_survives_a_json_round_trip() -> None:
-    """Same records, same bytes; records read back from JSON lines draw the same picture."""
+    """Same records, same bytes (no date, fixed ids); records read back from JSON lines draw
+    the same picture, with a tooltip for each line and marker."""
     records = _synthetic()
-    svg = render_svg(gradient_flow(plugin_entries(records)))
-    assert render_svg(gradient_flow(plugin_entries(json.loads(json.dumps(records))))) == svg
-    root = ET.fromstring(svg)
-    assert len(_markers(root, "skip_step")) == 1 and len(_markers(root, "backoff")) == 1
-    assert [e.get("data-module") for e in _polylines(root, "module-norm")] == ["enc.fc", "head"]
+    svg = render(gradient_flow(plugin_entries(records)), "svg")
+    assert render(gradient_flow(plugin_entries(json.loads(json.dumps(records)))), "svg") == svg
+    assert b"<dc:date>" not in svg
+    titles = _titles(svg)
+    assert _of(titles, "skip_step") == ["step 2: skip: overflow, from 'enc.fc'"]
+    assert _of(titles, "backoff") == ["step 2: backoff"]
+    assert _of(titles, "module-norm") == [
+        "the gradient norm of module 'enc.fc'",
+        "the gradient norm of module 'head'",
+    ]
+
+
+def test_pictures_drawn_in_threads_are_the_same_bytes() -> None:
+    """Four threads render at once: each SVG equals the one drawn alone, and matplotlib's
+    global settings are as they were after."""
+    flow = gradient_flow(plugin_entries(_synthetic()))
+    alone = render(flow, "svg")
+    before = dict(matplotlib.rcParams)
+    with ThreadPoolExecutor(4) as pool:
+        drawn = list(pool.map(lambda fmt: render(flow, fmt), ["svg", "png"] * 4))
+    assert drawn[::2] == [alone] * 4 and len(set(drawn[1::2])) == 1
+    assert dict(matplotlib.rcParams) == before
+
+
+def test_picture_plots_the_records_numbers() -> None:
+    """The lines hold the records' norms at the shown steps; clipped steps are dots on the
+    pre-clip line; the loss scale is a staircase of its log2 on the right axis."""
+    picture = draw(gradient_flow(plugin_entries(_synthetic())))
+
+    def points(gid: str) -> list[tuple[float, float]]:
+        line = picture.artist(gid)
+        return list(zip(line.get_xdata(), line.get_ydata(), strict=True))
+
+    assert points("module-norm-0") == [(1, 2.0), (3, 2.0 / 3)]
+    assert points("module-norm-1") == [(1, 0.5), (3, 0.5)]
+    assert points("clip-pre") == [(1, 2.0), (3, 2.0)]
+    assert points("clip-post") == [(1, 1.0), (3, 1.0)]
+    assert picture.artist("clipped").get_offsets().tolist() == [[1, 2.0], [3, 2.0]]
+    scale = picture.artist("loss-scale")
+    assert (points("loss-scale"), scale.get_drawstyle()) == ([(1, 8), (2, 8), (3, 7)], "steps-post")
+    layers, steps, right = picture.figure.axes
+    assert scale.axes is right and right.get_ylim() == (6.5, 8.5)
+    assert (layers.get_ylim(), steps.get_ylim()) == ((0.1, 10.0), (1.0, 10.0))
+
+
+def test_nonfinite_tooltip_lists_twenty_steps_and_counts_the_rest() -> None:
+    """25 NaN norms of one layer: one row of triangles, a tooltip naming the first 20 steps."""
+    records = [
+        _record("grad_stats", "module_grad", step, "fc", stage="pre_clip", norm=math.nan)
+        for step in range(25)
+    ]
+    picture = draw(gradient_flow(plugin_entries(records)))
+    steps = ", ".join(f"nan at step {step}" for step in range(1, 21))
+    assert picture.titles["nonfinite-0"] == f"the gradient norm of module 'fc': {steps} and 5 more"
+    assert list(picture.artist("nonfinite-0").get_xdata()) == list(range(1, 26))
+
+
+@pytest.mark.parametrize(("modules", "height"), [(2, 665), (20, 835)])
+def test_png_is_a_png_of_the_figures_size(modules: int, height: int) -> None:
+    """A PNG 1000 pixels wide; a long legend (20 layers) makes the layers panel taller."""
+    records = [
+        _record("grad_stats", "module_grad", 0, f"layer{i}", stage="pre_clip", norm=1.0)
+        for i in range(modules)
+    ]
+    picture = draw(gradient_flow(plugin_entries(records)))
+    assert tuple(picture.figure.get_size_inches() * DPI) == pytest.approx((1000, height))
+    png = render(gradient_flow(plugin_entries(records)), "png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    assert struct.unpack(">II", png[16:24]) == (1000, height)
 
 
 def test_svg_of_records_without_plugin_data_says_so() -> None:
     """A log with nothing to draw still gives a valid SVG, with a note in each panel."""
     entries = plugin_entries([_record("demo", "train", 0, loss=1.0)])
-    root = ET.fromstring(render_svg(gradient_flow(entries)))
-    notes = [e.text for e in root.iter(f"{SVG}text") if e.get("fill") == "#777"]
-    assert notes == [
-        "no grad_stats module_grad records in this log",
-        "no grad_clip or grad_scale records in this log",
-    ]
+    titles = _titles(render(gradient_flow(entries), "svg"))
+    assert titles == {
+        "note-layers": "no grad_stats module_grad records in this log",
+        "note-steps": "no grad_clip or grad_scale records in this log",
+    }
 
 
 def test_findings_say_who_skipped_the_step() -> None:

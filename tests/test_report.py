@@ -1,8 +1,8 @@
 """``hookgrad report`` on hostile logs: a report, or one error naming the file and line.
 
 Every case checks the same contract: exit 0 with a table, findings and an SVG that parses as
-XML, holds only printable text and finite coordinates; or exit 1 with one ``Error: FILE:LINE:``
-message. Never a traceback, and no character from the log reaches the terminal or the SVG
+XML, holds only printable text and finite coordinates (the numbers drawn are checked on the
+picture's matplotlib artists); or exit 1 with one ``Error: FILE:LINE:`` message. Never a traceback, and no character from the log reaches the terminal or the SVG
 unescaped (no ANSI escape, no control character).
 """
 
@@ -23,7 +23,9 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hookgrad._report_records import READS, RecordError, plugin_entries
+from hookgrad._plot import Picture, draw
+from hookgrad._report import gradient_flow
+from hookgrad._report_records import READS, RecordError, plugin_entries, read_entries
 from hookgrad._visible import visible
 from hookgrad.cli import main
 
@@ -40,8 +42,9 @@ HOSTILE_NAMES = [
     "lone \ud800 surrogate",
     "\ufffe",
     "NaN",
+    "$x^2$ \\frac{",  # mathtext to matplotlib, a plain name here
 ]
-_COORDINATES = ("x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "width", "height")
+_COORDINATES = ("x", "y", "width", "height", "d", "transform", "viewBox")
 
 
 pytestmark = pytest.mark.usefixtures("in_empty_folder")
@@ -92,17 +95,18 @@ def _svg(path: Path = Path("gradient_flow.svg")) -> ET.Element:
     root = ET.fromstring(content)
     for element in root.iter():
         for key in _COORDINATES:
-            if element.get(key) is not None and not element.get(key, "").endswith("%"):
-                assert math.isfinite(float(element.get(key, ""))), (element.tag, key)
-        for pair in (element.get("points") or "").split():
-            assert all(math.isfinite(float(v)) for v in pair.split(",")), pair
+            assert not re.search("nan|inf", element.get(key, ""), re.IGNORECASE), element.attrib
     return root
 
 
-def _ok(result: Result) -> ET.Element:
+def _ok(result: Result) -> Picture:
+    """The report succeeded with a valid SVG; the picture of its log, drawn again (line
+    warnings are the report's to print)."""
     _no_crash(result)
     assert result.exit_code == 0, result.output + result.stderr
-    return _svg()
+    _svg()
+    log = read_entries(Path("events.jsonl"), warn=lambda message: None)
+    return draw(gradient_flow(log.entries))
 
 
 def _error(result: Result) -> str:
@@ -115,12 +119,14 @@ def _error(result: Result) -> str:
     return last
 
 
-def _of_class(root: ET.Element, css_class: str) -> list[ET.Element]:
-    return [e for e in root.iter() if css_class in (e.get("class") or "").split()]
+def _titles(picture: Picture, kind: str) -> list[str]:
+    """The tooltips of the numbered artists of ``kind`` (``nonfinite-0``, ...), in order."""
+    return [title for gid, title in picture.titles.items() if gid.rpartition("-")[0] == kind]
 
 
-def _tick_labels(root: ET.Element) -> list[str]:
-    return [e.text or "" for e in root.iter(f"{SVG}text") if e.get("text-anchor") == "end"]
+def _texts(root: ET.Element) -> list[str]:
+    """Every text the SVG shows (tick labels, legend, titles of panels)."""
+    return [e.text or "" for e in root.iter(f"{SVG}text")]
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,11 +137,12 @@ def _tick_labels(root: ET.Element) -> list[str]:
 def test_zero_norms_are_drawn_on_the_floor_of_the_log_axis() -> None:
     """A layer whose gradient is 0 (once a math domain error) sits on the axis, marked ≤."""
     _write([_norm(0, "fc", 0.5), _norm(1, "fc", 0.0), _norm(2, "fc", 0), _clip(0, 0.0, 0.0)])
-    root = _ok(_report("events.jsonl"))
-    [line] = _of_class(root, "module-norm")
-    ys = [float(point.split(",")[1]) for point in line.get("points", "").split()]
-    assert ys[1] == ys[2] > ys[0]  # both zeros on the floor, below 0.5
-    assert "≤0.1" in _tick_labels(root) and "≤1" in _tick_labels(root)
+    picture = _ok(_report("events.jsonl"))
+    layers, steps = picture.figure.axes
+    assert (layers.get_ylim(), steps.get_ylim()) == ((0.1, 1.0), (1.0, 10.0))
+    assert list(picture.artist("module-norm-0").get_ydata()) == [0.5, 0.1, 0.1]
+    assert list(picture.artist("clip-pre").get_ydata()) == [1.0]
+    assert {"≤0.1", "1", "≤1", "10"} <= set(_texts(_svg()))
 
 
 def test_nonfinite_values_are_triangles_at_the_top() -> None:
@@ -153,18 +160,23 @@ def test_nonfinite_values_are_triangles_at_the_top() -> None:
         ]
     )
     result = _report("events.jsonl")
-    root = _ok(result)
-    titles = [e.findtext(f"{SVG}title") for e in _of_class(root, "nonfinite")]
-    assert titles == [
-        "step 2: the gradient norm of module 'fc' is nan",
-        "step 3: the gradient norm of module 'fc' is inf",
-        "step 2: the norm before clipping is nan",
-        "step 2: the norm after clipping is nan",
-        "step 2: the loss scale is inf",
+    picture = _ok(result)
+    assert _titles(picture, "nonfinite") == [
+        "the gradient norm of module 'fc': nan at step 2, inf at step 3",
+        "the norm before clipping: nan at step 2",
+        "the norm after clipping: nan at step 2",
+        "the loss scale: inf at step 2",
     ]
-    [line] = _of_class(root, "module-norm")
-    assert len(line.get("points", "").split()) == 1  # the finite point only
-    assert "NaN or inf (at the top)" in [e.text for e in root.iter(f"{SVG}text")]
+    triangles = [picture.artist(f"nonfinite-{n}") for n in range(4)]
+    assert [(t.get_marker(), list(t.get_xdata()), list(t.get_ydata())) for t in triangles] == [
+        ("^", [2, 3], [0.95, 0.95]),
+        ("^", [2], [0.95]),
+        ("^", [2], [0.95]),
+        ("^", [2], [0.95]),
+    ]  # y in the panel's height: near its top
+    assert all(t.get_transform() == t.axes.get_xaxis_transform() for t in triangles)
+    assert list(picture.artist("module-norm-0").get_xdata()) == [1]  # the finite point only
+    assert "NaN or inf (at the top)" in _texts(_svg())
     assert re.search(r"^fc +3 +inf +nan +inf ", result.output, re.MULTILINE), result.output
 
 
@@ -172,15 +184,12 @@ def test_nonfinite_values_are_triangles_at_the_top() -> None:
 def test_extreme_values_stay_inside_the_panel(huge: float) -> None:
     """The largest floats, a huge integer and the smallest subnormal are drawn, clamped."""
     _write([_norm(0, "fc", huge), _norm(1, "fc", 1.0), _clip(0, huge, 1.0)])
-    root = _ok(_report("events.jsonl"))
-    [frame, _] = [e for e in root.iter(f"{SVG}rect") if e.get("stroke") == "#444"]
-    top, bottom = (
-        float(frame.get("y", "")),
-        float(frame.get("y", "")) + float(frame.get("height", "")),
-    )
-    [line] = _of_class(root, "module-norm")
-    for point in line.get("points", "").split():
-        assert top <= float(point.split(",")[1]) <= bottom
+    picture = _ok(_report("events.jsonl"))
+    layers = picture.figure.axes[0]
+    bottom, top = layers.get_ylim()
+    assert 0 < bottom < top < math.inf
+    ys = picture.artist("module-norm-0").get_ydata()
+    assert all(bottom <= y <= top for y in ys) and ys[1] == 1.0
 
 
 def test_huge_steps_are_placed() -> None:
@@ -205,10 +214,14 @@ def test_hostile_names_are_escaped_on_screen_and_in_the_svg() -> None:
         records.append(_record("nan_guard", "skip_step", step, None, reason=name, module=name))
     _write([json.dumps(r, ensure_ascii=True) for r in records])
     result = _report("events.jsonl")
-    root = _ok(result)
+    picture = _ok(result)
     shown = [visible(name) for name in HOSTILE_NAMES]
-    assert [e.get("data-module") for e in _of_class(root, "module-norm")] == shown
+    assert _titles(picture, "module-norm") == [
+        f"the gradient norm of module '{name}'" for name in shown
+    ]
+    root = _svg()
     assert not list(root.iter(f"{SVG}script")) and not list(root.iter("script"))
+    assert {"a & b", "]]>", "$x^2$ \\frac{"} <= set(_texts(root))  # legend rows, as they are
     assert "\\x1b[31mred\\x1b[0m" in result.output and "\x1b" not in result.output
     assert "produced by module '\\u202eevil' (\\u202eevil)" in result.output
     assert "<script>alert(1)</script>" in result.output  # text, harmless on a terminal
@@ -325,8 +338,8 @@ def test_records_the_report_does_not_read_may_hold_anything() -> None:
             _norm(0, "fc", 1.0),
         ]
     )
-    root = _ok(_report("events.jsonl"))
-    assert [e.get("data-module") for e in _of_class(root, "module-norm")] == ["fc"]
+    picture = _ok(_report("events.jsonl"))
+    assert _titles(picture, "module-norm") == ["the gradient norm of module 'fc'"]
 
 
 @pytest.mark.parametrize(
