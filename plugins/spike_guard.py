@@ -144,8 +144,11 @@ class SpikeGuard:
     @hookimpl
     def hookgrad_backward_begin(self, event: BackwardBeginEvent) -> None:
         """Note the loss (a root of one entry; a non-scalar root has no loss to watch)."""
-        if "loss" in self._stats and event.loss.numel() == 1:
-            self._losses.append(float(event.loss.detach()))
+        # The engine's tensor as the event stores it: reading the field would make a read-only
+        # alias of it, and one float is all the guard reads.
+        loss = event.__dict__["loss"]
+        if "loss" in self._stats and loss.numel() == 1:
+            self._losses.append(loss.item())
 
     @hookimpl
     @stage(Stage.GUARD)

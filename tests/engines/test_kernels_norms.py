@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import math
+import warnings
 import weakref
 from typing import Any
 
@@ -44,9 +45,12 @@ def close(got: float | None, want: float) -> bool:
 @given(BATCHES)
 def test_grad_norms_agree_with_float64_norms(batch: list[np.ndarray | None]) -> None:
     """Both engines give each tensor's 2-norm (None for None) to float32 tolerance, nan/inf
-    where an entry is NaN/Inf."""
+    where an entry is NaN/Inf, without a floating-point warning when squares overflow."""
     for engine, make in BOTH:
-        norms = engine.grad_norms([None if a is None else make(a) for a in batch])
+        tensors = [None if a is None else make(a) for a in batch]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            norms = engine.grad_norms(tensors)
         assert len(norms) == len(batch)
         for a, norm in zip(batch, norms):
             if a is None:
@@ -67,6 +71,17 @@ def test_grad_norms_edge_cases_agree() -> None:
         assert norms[0] == 0.0
         assert norms[1] == 600.0
         assert math.isclose(norms[2], float(np.linalg.norm(base)), rel_tol=1e-6)
+
+
+def test_float32_batch_overflowing_or_nonfinite_raises_no_warning() -> None:
+    """The all-float32 fast path: squares that overflow give inf, NaN gives nan, and numpy's
+    default error state warns of neither (the path runs outside np.errstate)."""
+    batch = [np.full(4, 1e30, np.float32), np.array([np.nan, 1.0], np.float32)]
+    batch.append(np.array([np.inf, -np.inf], np.float32))
+    with warnings.catch_warnings(), np.errstate(all="warn"):
+        warnings.simplefilter("error")
+        norms = NUMPY.grad_norms([hookgrad.tensor(a) for a in batch])
+    assert math.isinf(norms[0]) and math.isnan(norms[1]) and math.isinf(norms[2])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
