@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd._view import DEFAULT, PLAIN, rebase_error, set_history
 from ._base import Node, Tensor, edge, grad_state, wrap
 from ._rebase import AsStridedBackward0, CopySlices, ViewGeometry
 
@@ -37,41 +38,29 @@ _LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place
 _LEAF_VIEW_MESSAGE = (
     "a view of a leaf Variable that requires grad is being used in an in-place operation."
 )
-_NO_GRAD_VIEW_MESSAGE = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
-    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
-    "your code by moving both the view and the inplace either both inside the no_grad block "
-    "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
-    "to be tracked)."
-)
 
 
 def _tracked_base(x: Tensor) -> Tensor | None:
     """The base whose history an in-place write to ``x`` must rebase: ``x._base`` for a view
     made by a view op, None for a non-view or a ``detach()`` output."""
     base = x._base
-    if base is None or getattr(x, "_plain_view", False):
+    if base is None or x._view_kind == PLAIN:
         return None
     return base
 
 
 def _check_allowed(x: Tensor, recording: bool) -> None:
+    """torch's ``check_inplace``: refuse what the write could not be recorded for."""
     if not recording:
         return
-    fn = x.grad_fn
-    if fn is None and x._requires_grad:
-        raise RuntimeError(_LEAF_MESSAGE)
-    if fn is not None and fn._outputs_are_views:
-        raise RuntimeError(fn._view_error_message(x._output_nr))
-    hooks = x._hooks
-    if hooks is not None and hooks.view_error is not None:
-        raise RuntimeError(hooks.view_error)
     base = _tracked_base(x)
-    if base is not None and base._requires_grad:
-        if x.grad_fn is None:  # a view of a tensor requiring grad, made while grad was off
-            raise RuntimeError(_NO_GRAD_VIEW_MESSAGE)
-        if base.grad_fn is None:
+    if base is not None:
+        if x._view_kind != DEFAULT:
+            raise RuntimeError(rebase_error(x, indirect=False))
+        if base._requires_grad and base._grad_fn is None:
             raise RuntimeError(_LEAF_VIEW_MESSAGE)
+    elif x._grad_fn is None and x._requires_grad:
+        raise RuntimeError(_LEAF_MESSAGE)
 
 
 def pin_saved_output(x: Tensor) -> None:
@@ -85,7 +74,7 @@ def pin_saved_output(x: Tensor) -> None:
     for t in (x, x._base):
         if t is None:
             continue
-        fn = t.grad_fn
+        fn = t._grad_fn
         if fn is None or getattr(fn, "out", None) is not t._data:
             continue
         vbox = t._vbox
@@ -101,8 +90,8 @@ def pin_saved_output(x: Tensor) -> None:
 def _snapshot(x: Tensor) -> Tensor:
     """The value and graph position ``x`` has before the in-place op."""
     src = wrap(x._data.copy())
+    src.grad_fn = x.grad_fn  # a view's history made current first (autograd._view)
     src._requires_grad = x._requires_grad
-    src.grad_fn = x.grad_fn
     src._output_nr = x._output_nr
     src._acc = x._acc
     return src
@@ -131,7 +120,7 @@ def apply_inplace(x: Tensor, kernel: Callable[[Tensor], Tensor], other: Tensor |
     if base is not None and geometry is not None and fn is not None:
         _rebase(x, base, fn, geometry)
     else:
-        _retarget(x, fn, result._requires_grad)
+        set_history(x, fn, result._requires_grad)
     return x
 
 
@@ -139,22 +128,10 @@ def _rebase(x: Tensor, base: Tensor, fn: Node, geometry: ViewGeometry) -> None:
     """torch's view + in-place rule: the base takes a CopySlices node wrapping ``fn`` (its
     values changed too) and the view an AsStridedBackward0 node into that base history."""
     copy = CopySlices(edge(base), fn, geometry)
-    _retarget(base, copy, True)
+    set_history(base, copy, True)
     view_node = AsStridedBackward0(((copy, 0),))
     view_node._geometry = geometry
-    _retarget(x, view_node, True)
-
-
-def _retarget(x: Tensor, node: Node | None, requires_grad: bool) -> None:
-    """Make ``node`` ``x``'s history (output 0); a retain_grad() follows the tensor to it."""
-    old, old_nr = x.grad_fn, x._output_nr
-    x.grad_fn = node
-    x._output_nr = 0
-    x._requires_grad = requires_grad
-    if x.retains_grad and old is not None and old._hooks is not None:
-        old._hooks.retains_grad.pop(old_nr, None)
-        if node is not None:
-            node._hook_tables().retains_grad[0] = x
+    set_history(x, view_node, True)
 
 
 def _fast(x: Tensor, other: Any) -> bool:
@@ -167,7 +144,7 @@ def _fast(x: Tensor, other: Any) -> bool:
     if x._requires_grad or (isinstance(other, Tensor) and other._requires_grad):
         return False
     base = x._base
-    return base is None or not base._requires_grad or getattr(x, "_plain_view", False)
+    return base is None or not base._requires_grad or x._view_kind == PLAIN
 
 
 def _operand(other: Any) -> Any:
@@ -176,7 +153,7 @@ def _operand(other: Any) -> Any:
 
 def bump(x: Tensor) -> Tensor:
     """Count an in-place write that recorded nothing (the data is already changed)."""
-    if x.grad_fn is not None or x._base is not None:
+    if x._grad_fn is not None or x._base is not None:
         pin_saved_output(x)
     x._vbox[0] += 1
     return x

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from .._dtype import is_floating, resolve_dtype
-from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
+from ..autograd._view import MULTI_OUTPUT, make_view
+from ._base import Node, Tensor, edge, grad_state, needs_grad, record, sum_to, wrap
 from ._graph import only, sum_to_tensor
 from .reduce import normalize_dims
 
@@ -38,11 +39,9 @@ def _sizes(shape: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
-def _as_view(out: np.ndarray, x: Tensor, node: Node | None) -> Tensor:
+def _as_view(out: np.ndarray, x: Tensor, node: Node | None, kind: int | None = None) -> Tensor:
     result = record(out, node) if node is not None else wrap(out)
-    result._base = x if x._base is None else x._base
-    result._vbox = x._vbox
-    return result
+    return make_view(result, x, kind)
 
 
 class ViewBackward0(Node):
@@ -332,8 +331,10 @@ class UnbindBackward0(SplitBackward0):
 def _pieces(
     x: Tensor, arrays: list[np.ndarray], axis: int, cls: type[SplitBackward0]
 ) -> tuple[Tensor, ...]:
+    # torch refuses to regenerate (or write in place) views an op returned several of
+    kind = MULTI_OUTPUT if grad_state.enabled else None
     if not needs_grad(x):
-        return tuple(_as_view(a, x, None) for a in arrays)
+        return tuple(_as_view(a, x, None, kind) for a in arrays)
     node = cls((edge(x),))
     node._n_out = len(arrays)
     node._axis = axis
@@ -341,7 +342,7 @@ def _pieces(
     node._dtype = x._data.dtype
     outs = []
     for nr, a in enumerate(arrays):
-        out = _as_view(a, x, node)
+        out = _as_view(a, x, node, kind)
         out._output_nr = nr
         outs.append(out)
     return tuple(outs)
