@@ -323,3 +323,17 @@ def test_views_of_a_detached_tensor_are_its_own(lib):
     d[1:].mul_(lib.ones(2, requires_grad=True))
     assert type(x.grad_fn).__name__ == "MulBackward0"
     assert d.grad_fn.name() == "torch::autograd::CopySlices"
+
+
+def test_a_second_hook_after_the_write_differs_as_documented(lib):
+    """docs/hooks.md: a hook registered on a stale view that already had one fires for later
+    uses in hookgrad (its history is regenerated first); torch files it under the old node."""
+    a = lib.ones(2, requires_grad=True)
+    b = a * 1
+    v = b[1:]
+    seen = []
+    v.register_hook(lambda g: seen.append("before"))
+    b.mul_(2)
+    v.register_hook(lambda g: seen.append("after"))
+    (v * 3).sum().backward()
+    assert seen == (["after"] if lib is hookgrad else [])
