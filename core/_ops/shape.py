@@ -391,7 +391,9 @@ def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     if d.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     (axis,) = normalize_dims(dim, d.ndim)
-    return _pieces(x, list(np.moveaxis(d, axis, 0)), axis, UnbindBackward0)
+    moved = np.moveaxis(d, axis, 0)
+    # moved[i, ...], not iteration: a 1-d input's entries must stay 0-d views, not copies
+    return _pieces(x, [moved[i, ...] for i in range(len(moved))], axis, UnbindBackward0)
 
 
 class CatBackward0(Node):

@@ -337,3 +337,22 @@ def test_a_second_hook_after_the_write_differs_as_documented(lib):
     v.register_hook(lambda g: seen.append("after"))
     (v * 3).sum().backward()
     assert seen == (["after"] if lib is hookgrad else [])
+
+
+def test_repr_of_a_view_torch_refuses_to_regenerate(lib):
+    """Printing a view whose history cannot be regenerated shows torch's ``grad_fn=<Invalid>``
+    instead of raising; a no_grad view of a tensor requiring grad shows requires_grad=True."""
+    b = lib.ones(3, requires_grad=True) * 1
+    with lib.no_grad():
+        v = b[1:]
+    assert repr(v) == "tensor([1., 1.], requires_grad=True)"
+    b.mul_(2)
+    assert repr(v) == "tensor([2., 2.], grad_fn=<Invalid>)"
+
+
+def test_unbind_of_a_vector_gives_views(lib):
+    """The 0-d pieces of unbind on a 1-d tensor share its memory: a later write shows in them."""
+    b = lib.ones(3)
+    pieces = b.unbind()
+    b.mul_(4)
+    assert [p.item() for p in pieces] == [4.0, 4.0, 4.0]
