@@ -69,22 +69,28 @@ def pin_saved_output(x: Tensor) -> None:
     Nodes such as ExpBackward0 or TanhBackward0 keep their output array but record no version
     for it (a tensor saving its own node would be a reference cycle on every op). The first
     in-place write pins the current version on that node instead, so backward raises as torch
-    does rather than use the new values. ``x`` may be the output or a view of it.
+    does rather than use the new values. ``x`` may be the output or a view of it, or a view
+    of a ``detach()`` of it (whose base is the detached tensor, whose base is the output).
     """
-    for t in (x, x._base):
-        if t is None:
-            continue
-        fn = t._grad_fn
-        if fn is None or getattr(fn, "out", None) is not t._data:
-            continue
-        vbox = t._vbox
-        if any(saved._vbox is vbox for saved, _ in fn._versions):
-            continue
-        saved = wrap(t._data)
-        saved._vbox = vbox
-        saved.grad_fn = fn
-        saved._output_nr = t._output_nr
-        fn._versions = (*fn._versions, (saved, vbox[0]))
+    t: Tensor | None = x
+    while t is not None:
+        _pin(t)
+        t = t._base
+
+
+def _pin(t: Tensor) -> None:
+    """Pin ``t``'s version on the node that made ``t`` and kept its array, if any."""
+    fn = t._grad_fn
+    if fn is None or getattr(fn, "out", None) is not t._data:
+        return
+    vbox = t._vbox
+    if any(saved._vbox is vbox for saved, _ in fn._versions):
+        return
+    saved = wrap(t._data)
+    saved._vbox = vbox
+    saved.grad_fn = fn
+    saved._output_nr = t._output_nr
+    fn._versions = (*fn._versions, (saved, vbox[0]))
 
 
 def _snapshot(x: Tensor) -> Tensor:

@@ -356,3 +356,13 @@ def test_unbind_of_a_vector_gives_views(lib):
     pieces = b.unbind()
     b.mul_(4)
     assert [p.item() for p in pieces] == [4.0, 4.0, 4.0]
+
+
+def test_a_write_through_a_view_of_a_detached_output_is_caught(lib):
+    """Writing into a view of ``y.detach()`` changes ``y``'s saved output: backward through
+    ``y``'s node raises torch's error instead of using the new values."""
+    a = lib.ones(3, requires_grad=True)
+    y = a.exp()
+    y.detach()[1:].mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
