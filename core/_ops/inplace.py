@@ -74,15 +74,14 @@ def pin_saved_output(x: Tensor) -> None:
     """
     t: Tensor | None = x
     while t is not None:
-        _pin(t)
+        fn = t._grad_fn
+        if fn is not None and getattr(fn, "out", None) is t._data:
+            _pin(fn, t)
         t = t._base
 
 
-def _pin(t: Tensor) -> None:
-    """Pin ``t``'s version on the node that made ``t`` and kept its array, if any."""
-    fn = t._grad_fn
-    if fn is None or getattr(fn, "out", None) is not t._data:
-        return
+def _pin(fn: Node, t: Tensor) -> None:
+    """Record ``t``'s current version on ``fn``, which keeps ``t``'s array as its output."""
     vbox = t._vbox
     if any(saved._vbox is vbox for saved, _ in fn._versions):
         return
@@ -123,6 +122,11 @@ def apply_inplace(x: Tensor, kernel: Callable[[Tensor], Tensor], other: Tensor |
     if not recording:
         return x
     fn = result.grad_fn
+    if fn is not None and getattr(fn, "out", None) is result._data:
+        # The op's saved output is x now, as torch's: a later write to it, through x, its
+        # base or another view, is caught at backward.
+        fn.out = x._data
+        _pin(fn, x)
     if base is not None and geometry is not None and fn is not None:
         _rebase(x, base, fn, geometry)
     else:
