@@ -307,6 +307,8 @@ class Tensor:
         return _read_only.read_only_alias(self)
 
     def detach_(self) -> Tensor:
+        if self._base is not None and self._view_kind != _PLAIN:
+            raise RuntimeError(_DETACH_VIEW_MESSAGE)
         self._grad_fn = None
         self._requires_grad = False
         return self
@@ -1116,6 +1118,7 @@ from ._ops import shape as _shape  # noqa: E402
 from ._ops import sorting as _sorting  # noqa: E402
 from ._ops import unary as _unary  # noqa: E402
 from ._ops._base import numpy_names as _numpy_names  # noqa: E402
+from .autograd._view import DETACH_VIEW_MESSAGE as _DETACH_VIEW_MESSAGE  # noqa: E402
 from .autograd._view import PLAIN as _PLAIN  # noqa: E402
 from .autograd._view import current_grad_fn as _current_grad_fn  # noqa: E402
 from .autograd._view import make_view as _make_view  # noqa: E402

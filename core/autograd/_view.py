@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CUSTOM",
     "DEFAULT",
+    "DETACH_VIEW_MESSAGE",
     "MULTI_OUTPUT",
     "NO_GRAD",
     "PLAIN",
@@ -63,6 +64,13 @@ _HOW = {
         "behavior is forbidden. You can fix this by cloning the output of the custom Function."
     ),
 }
+DETACH_VIEW_MESSAGE = (
+    "Can't detach views in-place. Use detach() instead. If you are using "
+    "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, "
+    "gradients are views of DDP buckets, and hence detach_() cannot be called on these "
+    "gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+    "torch/optim/optimizer.py as the solution."
+)
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 

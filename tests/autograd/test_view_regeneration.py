@@ -387,3 +387,16 @@ def test_a_write_over_an_in_place_ops_saved_output_is_caught(lib, through):
     x.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         x.sum().backward()
+
+
+def test_detach_in_place_of_a_view_is_refused():
+    """``detach_()`` on a view raises torch's RuntimeError (text compared); on a ``detach()``
+    output it works."""
+    messages = []
+    for lib in (hookgrad, torch):
+        b = lib.ones(3, requires_grad=True) * 1
+        with pytest.raises(RuntimeError) as error:
+            b[1:].detach_()
+        messages.append(str(error.value))
+        assert not b.detach().detach_().requires_grad
+    assert messages[0] == messages[1]
