@@ -60,7 +60,14 @@ INPLACE: dict[str, Callable[[Any, Any], Any]] = {
     "relu_": lambda w, y: w.relu_(),
     "div_y": lambda w, y: w.div_(y.reshape(-1)[: w.shape[-1]] + 2),
     "setitem": lambda w, y: w.__setitem__(0, y[0, 0] * 3),
+    "no_grad_mul": lambda w, y: _under_no_grad(w, lambda: w.mul_(3)),
 }
+
+
+def _under_no_grad(t: Any, write: Callable[[], Any]) -> None:
+    """Run ``write`` under the no_grad of ``t``'s library (an optimizer step's write)."""
+    with (hookgrad if isinstance(t, hookgrad.Tensor) else torch).no_grad():
+        write()
 
 
 def _program(lib: Any, observed: str, writes: list[tuple[str, str]], a0: np.ndarray) -> dict:
