@@ -806,6 +806,12 @@ class Tensor:
     def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
         return _shape.split(self, split_size_or_sections, dim)
 
+    def split_with_sizes(self, split_sizes: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        return _shape.split_with_sizes(self, split_sizes, dim)
+
+    def select(self, dim: builtins.int, index: builtins.int) -> Tensor:
+        return _shape.select(self, dim, index)
+
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
         return _shape.chunk(self, chunks, dim)
 

@@ -30,6 +30,7 @@ __all__ = [
     "masked_fill_",
     "mul_",
     "pin_saved_output",
+    "rebase_history",
     "relu_",
     "sub_",
 ]
@@ -132,6 +133,17 @@ def apply_inplace(x: Tensor, kernel: Callable[[Tensor], Tensor], other: Tensor |
     else:
         set_history(x, fn, result._requires_grad)
     return x
+
+
+def rebase_history(x: Tensor, fn: Node) -> None:
+    """A view ``x`` already written in place by ``fn`` (a custom Function that marked it
+    dirty): torch's checks and rebase, as for the built-in in-place ops."""
+    _check_allowed(x, True)
+    base = _tracked_base(x)
+    assert base is not None
+    if fn._n_out != 1:
+        raise RuntimeError("Functions which modify views in-place must return a single Variable")
+    _rebase(x, base, fn, ViewGeometry(x._data, base._data))
 
 
 def _rebase(x: Tensor, base: Tensor, fn: Node, geometry: ViewGeometry) -> None:

@@ -20,7 +20,9 @@ __all__ = [
     "flatten",
     "permute",
     "reshape",
+    "select",
     "split",
+    "split_with_sizes",
     "squeeze",
     "stack",
     "t",
@@ -373,6 +375,26 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
         )
     bounds = list(np.cumsum(sizes)[:-1])
     return _pieces(x, np.split(d, bounds, axis=axis), axis, SplitWithSizesBackward0)
+
+
+def split_with_sizes(x: Tensor, split_sizes: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into pieces of the listed sizes (``SplitWithSizesBackward0``)."""
+    return split(x, list(split_sizes), dim)
+
+
+def select(x: Tensor, dim: int, index: int) -> Tensor:
+    """The view at ``index`` along ``dim``, one dim fewer (``SelectBackward0``)."""
+    from .index import getitem
+
+    d = x._data
+    (axis,) = normalize_dims(dim, d.ndim)
+    size = d.shape[axis]
+    if not -size <= index < size:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(d.shape)} at "
+            f"dimension {axis}"
+        )
+    return getitem(x, (slice(None),) * axis + (index,))
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:

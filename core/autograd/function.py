@@ -15,6 +15,7 @@ import numpy as np
 from .._grad_mode import _state as grad_state
 from .._ops._base import sum_to
 from .._ops._graph import sum_to_tensor
+from .._ops.inplace import rebase_history
 from .._tensor import Tensor, _wrap
 from ._view import CUSTOM, PLAIN, make_view
 from .graph import Node
@@ -251,10 +252,14 @@ def _attach(
     if out._data.dtype.kind != "f":
         return out
     source = inputs.get(id(out))
+    differentiable_view = out._base is not None and out._view_kind != PLAIN
     if source is not None and id(out) not in ctx.dirty:
         # An input returned as-is becomes a new view object of that input.
         out = make_view(_wrap(out._data), source, CUSTOM)
-    elif out._base is not None and out._view_kind != PLAIN:  # a view made inside forward
+    elif source is not None and differentiable_view:  # a view input written in place
+        rebase_history(out, node)
+        return out
+    elif differentiable_view:  # a view made inside forward
         out._view_kind = CUSTOM
     out._requires_grad = True
     out.grad_fn = node
