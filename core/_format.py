@@ -234,8 +234,13 @@ def tensor_repr(t: Tensor) -> str:
         if data.dtype not in _DEFAULT_DTYPES:
             suffixes.append(f"dtype={dtype_repr(data.dtype)}")
         body = _body(data, len(prefix))
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
-    elif t._requires_grad:
-        suffixes.append("requires_grad=True")
+    try:
+        grad_fn = t.grad_fn
+    except RuntimeError:  # a view whose history torch refuses to regenerate: torch's text
+        suffixes.append("grad_fn=<Invalid>")
+    else:
+        if grad_fn is not None:
+            suffixes.append(f"grad_fn=<{grad_fn.name()}>")
+        elif t.requires_grad:
+            suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, len(prefix))

@@ -56,16 +56,19 @@ def read_only_array(data: np.ndarray) -> np.ndarray:
 
 def read_only_alias(t: Tensor) -> Tensor:
     """``t`` as a read-only alias (module docstring); ``t.grad`` as it is now."""
-    if t._requires_grad and t.grad_fn is None and t._acc is None:
+    if t._requires_grad and t._grad_fn is None and t._acc is None:
         t._acc = AccumulateGrad(t)  # one accumulator for both: gradients reach t.grad
     out = _new(Tensor)
     out._data = read_only_array(t._data)
     out._grad = t._grad
     out._requires_grad = t._requires_grad
-    out.grad_fn = t.grad_fn
+    out._grad_fn = t._grad_fn
     out._output_nr = t._output_nr
     out._vbox = t._vbox
     out._base = t._base
+    if t._base is not None:  # a view: regenerated on use as t would be (autograd._view)
+        out._view_version = t._view_version
+        out._view_kind = t._view_kind
     out._acc = t._acc
     out._hooks = t._hooks
     return out

@@ -39,7 +39,7 @@ def _wrap(data: np.ndarray) -> Tensor:
     t._data = data
     t._grad = None
     t._requires_grad = False
-    t.grad_fn = None
+    t._grad_fn = None
     t._output_nr = 0
     t._vbox = [0]
     t._base = None
@@ -64,13 +64,11 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class created by a class statement
 class _TensorHooks:
     """Hooks owned by the tensor itself rather than by a graph node."""
 
-    __slots__ = ("post_accumulate", "retains_grad", "view_error")
+    __slots__ = ("post_accumulate", "retains_grad")
 
     def __init__(self) -> None:
         self.post_accumulate = HookDict()
         self.retains_grad = False
-        # Set on outputs of custom Functions that returned an input as-is (SEMANTICS B-15).
-        self.view_error: str | None = None
 
 
 class Tensor:
@@ -82,28 +80,29 @@ class Tensor:
         "_base",
         "_data",
         "_grad",
+        "_grad_fn",
         "_hooks",
         "_output_nr",
-        "_plain_view",
         "_requires_grad",
         "_vbox",
-        "grad_fn",
+        "_view_kind",
+        "_view_version",
     )
 
     _data: np.ndarray
     _grad: Tensor | None
     _requires_grad: bool
-    grad_fn: Node | None
+    _grad_fn: Node | None
     _output_nr: int
     _vbox: list[int]
     _base: Tensor | None
     _acc: AccumulateGrad | None
     _hooks: _TensorHooks | None
-    # Set (True) only on detach() outputs, and read with getattr(..., False) by in-place ops:
-    # a view that shares storage and version with _base but whose in-place writes do not
-    # rebase the base's history (torch's non-differentiable view). Never set on other tensors,
-    # so creating one costs nothing.
-    _plain_view: bool
+    # Set only on views (``_base`` is not None), by ``hookgrad.autograd._view.make_view``, and
+    # read only after checking ``_base``: the version the view's history was made at, and how
+    # the view was made (torch's CreationMeta). See hookgrad.autograd._view.
+    _view_version: int
+    _view_kind: int
 
     # numpy must defer to Tensor's reflected operators (np.float32(2) * t -> t.__rmul__).
     __array_ufunc__ = None
@@ -114,7 +113,7 @@ class Tensor:
         self._data = _to_array(data, None, copy=True)
         self._grad = None
         self._requires_grad = False
-        self.grad_fn = None
+        self._grad_fn = None
         self._output_nr = 0
         self._vbox = [0]
         self._base = None
@@ -182,8 +181,26 @@ class Tensor:
 
     # ------------------------------------------------------------------ autograd state
     @property
+    def grad_fn(self) -> Node | None:
+        """The node that made this tensor. A view whose base was written in place since its
+        history was recorded (through the base or another view) gets a new history first, as
+        torch's: an ``AsStridedBackward0`` into the base's current one."""
+        if self._base is not None:
+            return _current_grad_fn(self)
+        return self._grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, node: Node | None) -> None:
+        self._grad_fn = node
+        if self._base is not None:  # a history set now is current (torch's set_gradient_edge)
+            self._view_version = self._vbox[0]
+
+    @property
     def requires_grad(self) -> bool:
-        return self._requires_grad
+        if self._requires_grad:
+            return True
+        base = self._base  # a view requires grad when its base does (autograd._view)
+        return base is not None and base._requires_grad and self._view_kind != _PLAIN
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -280,13 +297,9 @@ class Tensor:
         return self._hooks
 
     def detach(self) -> Tensor:
-        out = _wrap(self._data)
         # Shares storage, so shares the version counter; the base lets an in-place write to
         # the detached tensor invalidate outputs saved by this tensor's node, as in torch.
-        out._vbox = self._vbox
-        out._base = self if self._base is None else self._base
-        out._plain_view = True
-        return out
+        return _make_view(_wrap(self._data), self, _PLAIN)
 
     def _read_only_alias(self) -> Tensor:
         """This tensor over a read-only view, same autograd identity (``hookgrad._read_only``):
@@ -294,7 +307,9 @@ class Tensor:
         return _read_only.read_only_alias(self)
 
     def detach_(self) -> Tensor:
-        self.grad_fn = None
+        if self._base is not None and self._view_kind != _PLAIN:
+            raise RuntimeError(_DETACH_VIEW_MESSAGE)
+        self._grad_fn = None
         self._requires_grad = False
         return self
 
@@ -791,6 +806,12 @@ class Tensor:
     def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
         return _shape.split(self, split_size_or_sections, dim)
 
+    def split_with_sizes(self, split_sizes: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        return _shape.split_with_sizes(self, split_sizes, dim)
+
+    def select(self, dim: builtins.int, index: builtins.int) -> Tensor:
+        return _shape.select(self, dim, index)
+
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
         return _shape.chunk(self, chunks, dim)
 
@@ -1103,6 +1124,10 @@ from ._ops import shape as _shape  # noqa: E402
 from ._ops import sorting as _sorting  # noqa: E402
 from ._ops import unary as _unary  # noqa: E402
 from ._ops._base import numpy_names as _numpy_names  # noqa: E402
+from .autograd._view import DETACH_VIEW_MESSAGE as _DETACH_VIEW_MESSAGE  # noqa: E402
+from .autograd._view import PLAIN as _PLAIN  # noqa: E402
+from .autograd._view import current_grad_fn as _current_grad_fn  # noqa: E402
+from .autograd._view import make_view as _make_view  # noqa: E402
 
 # torch's argument parser takes numpy's ``axis``/``keepdims`` for ``dim``/``keepdim`` in every
 # method that has them, except those torch writes in Python (``split``, ``norm``).

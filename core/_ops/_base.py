@@ -14,6 +14,7 @@ from .._grad_mode import _state as grad_state
 from .._tensor import Tensor, _wrap
 from ..autograd._saved import pack_node
 from ..autograd._saved import state as _saved_state
+from ..autograd._view import PLAIN
 from ..autograd.graph import AccumulateGrad, Node
 
 __all__ = [
@@ -41,8 +42,11 @@ _UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>"})()
 
 
 def edge(t: Tensor) -> tuple[Node, int] | None:
-    """The graph edge a gradient for ``t`` travels along, or None if ``t`` needs none."""
-    fn = t.grad_fn
+    """The graph edge a gradient for ``t`` travels along, or None if ``t`` needs none.
+
+    A view reads its history through ``grad_fn``, which regenerates it if its base was
+    written in place since (``autograd._view``); other tensors pay this one ``_base`` read."""
+    fn = t._grad_fn if t._base is None else t.grad_fn
     if fn is not None:
         return (fn, t._output_nr)
     if t._requires_grad:
@@ -54,11 +58,17 @@ def edge(t: Tensor) -> tuple[Node, int] | None:
 
 
 def needs_grad(*tensors: Tensor) -> bool:
-    """True when grad mode is on and some input requires grad: the op must record a node."""
+    """True when grad mode is on and some input requires grad: the op must record a node.
+
+    A view requires grad whenever its base does (torch's), even one made under no_grad or
+    before the base came to require grad: ``edge`` then gives it a history or none."""
     if not grad_state.enabled:
         return False
-    for t in tensors:  # noqa: SIM110 - a plain loop beats any() with a generator here
+    for t in tensors:
         if t._requires_grad:
+            return True
+        base = t._base
+        if base is not None and base._requires_grad and t._view_kind != PLAIN:
             return True
     return False
 
@@ -68,7 +78,7 @@ def record(data: np.ndarray, node: Node) -> Tensor:
     saved-tensor hooks if any are pushed (one check when none is)."""
     out = _wrap(data)
     out._requires_grad = True
-    out.grad_fn = node
+    out._grad_fn = node
     if _saved_state.active:
         pack_node(node, out)
     return out

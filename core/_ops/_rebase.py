@@ -37,12 +37,23 @@ class ViewGeometry:
     """Where a view's elements sit within its base: shapes, element strides and offset.
 
     :meth:`buffers` lays out fresh zeroed memory exactly as the base's, so a gradient for the
-    base and the view's region of it are plain numpy views of one another.
+    base and the view's region of it are plain numpy views of one another. A view whose
+    elements share memory (``expand``) is refused unless ``overlap`` (its regenerated history
+    reads the base, never writes it): :meth:`scatter_add` then sums the shared elements.
     """
 
-    __slots__ = ("_base_shape", "_base_strides", "_offset", "_span", "_start", "shape", "strides")
+    __slots__ = (
+        "_base_shape",
+        "_base_strides",
+        "_offset",
+        "_span",
+        "_start",
+        "overlaps",
+        "shape",
+        "strides",
+    )
 
-    def __init__(self, view: np.ndarray, base: np.ndarray) -> None:
+    def __init__(self, view: np.ndarray, base: np.ndarray, *, overlap: bool = False) -> None:
         item = base.itemsize
         offset = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
         if view.itemsize != item or any(s % item for s in (*view.strides, *base.strides, offset)):
@@ -54,7 +65,8 @@ class ViewGeometry:
         self._base_strides = tuple(s // item for s in base.strides)
         self.strides = tuple(s // item for s in view.strides)
         self._offset = offset // item
-        if any(s == 0 and n > 1 for n, s in zip(self.shape, self.strides, strict=True)):
+        self.overlaps = any(s == 0 and n > 1 for n, s in zip(self.shape, self.strides, strict=True))
+        if self.overlaps and not overlap:
             raise RuntimeError(_OVERLAP_MESSAGE)
         lo, hi = _extent(self._base_shape, self._base_strides)
         vlo, vhi = _extent(self.shape, self.strides)
@@ -69,14 +81,27 @@ class ViewGeometry:
     def buffers(self, dtype: np.dtype[Any]) -> tuple[np.ndarray, np.ndarray]:
         """``(base, region)``: zeros shaped and strided as the base, and the view's part of it."""
         raw = np.zeros(max(self._span, 1), dtype=dtype)
+        return self._lay(raw, self._base_shape, self._base_strides, 0), self._lay(
+            raw, self.shape, self.strides, self._offset
+        )
+
+    def scatter_add(self, g: np.ndarray) -> np.ndarray:
+        """A gradient for the base: zeros but ``g`` added where the view's elements sit,
+        summed where several of them share one."""
+        raw = np.zeros(max(self._span, 1), dtype=g.dtype)
+        if self.overlaps:  # each view element's index in raw, then one unbuffered sum
+            where = self._lay(np.arange(raw.size), self.shape, self.strides, self._offset)
+            np.add.at(raw, where, g)
+        else:
+            self._lay(raw, self.shape, self.strides, self._offset)[...] = g
+        return np.array(self._lay(raw, self._base_shape, self._base_strides, 0))
+
+    def _lay(
+        self, raw: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...], offset: int
+    ) -> np.ndarray:
+        """``raw`` seen with these (element) strides from ``offset`` within the base."""
         item = raw.itemsize
-        base = as_strided(
-            raw[self._start :], self._base_shape, tuple(s * item for s in self._base_strides)
-        )
-        region = as_strided(
-            raw[self._start + self._offset :], self.shape, tuple(s * item for s in self.strides)
-        )
-        return base, region
+        return as_strided(raw[self._start + offset :], shape, tuple(s * item for s in strides))
 
 
 class CopySlices(Node):
@@ -129,6 +154,4 @@ class AsStridedBackward0(Node):
     _geometry: ViewGeometry
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        base, region = self._geometry.buffers(g.dtype)
-        region[...] = g
-        return (np.array(base),)
+        return (self._geometry.scatter_add(g),)

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd._view import make_view
 from ._base import Node, Tensor, edge, grad_state, needs_grad, record, sum_to, wrap
 from ._graph import linear_grad, only, sum_to_tensor
 from .arith import where
@@ -145,9 +146,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
         node = _basic_node(index, idx)((edge(x),))
         node._index, node._shape = idx, d.shape
     result = record(out, node) if node is not None else wrap(out)
-    result._base = x if x._base is None else x._base
-    result._vbox = x._vbox
-    return result
+    return make_view(result, x)
 
 
 class IndexPutBackward0(Node):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd._view import DEFAULT, PLAIN, rebase_error, set_history
 from ._base import Node, Tensor, edge, grad_state, wrap
 from ._rebase import AsStridedBackward0, CopySlices, ViewGeometry
 
@@ -29,6 +30,7 @@ __all__ = [
     "masked_fill_",
     "mul_",
     "pin_saved_output",
+    "rebase_history",
     "relu_",
     "sub_",
 ]
@@ -37,41 +39,29 @@ _LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place
 _LEAF_VIEW_MESSAGE = (
     "a view of a leaf Variable that requires grad is being used in an in-place operation."
 )
-_NO_GRAD_VIEW_MESSAGE = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
-    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
-    "your code by moving both the view and the inplace either both inside the no_grad block "
-    "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
-    "to be tracked)."
-)
 
 
 def _tracked_base(x: Tensor) -> Tensor | None:
     """The base whose history an in-place write to ``x`` must rebase: ``x._base`` for a view
     made by a view op, None for a non-view or a ``detach()`` output."""
     base = x._base
-    if base is None or getattr(x, "_plain_view", False):
+    if base is None or x._view_kind == PLAIN:
         return None
     return base
 
 
 def _check_allowed(x: Tensor, recording: bool) -> None:
+    """torch's ``check_inplace``: refuse what the write could not be recorded for."""
     if not recording:
         return
-    fn = x.grad_fn
-    if fn is None and x._requires_grad:
-        raise RuntimeError(_LEAF_MESSAGE)
-    if fn is not None and fn._outputs_are_views:
-        raise RuntimeError(fn._view_error_message(x._output_nr))
-    hooks = x._hooks
-    if hooks is not None and hooks.view_error is not None:
-        raise RuntimeError(hooks.view_error)
     base = _tracked_base(x)
-    if base is not None and base._requires_grad:
-        if x.grad_fn is None:  # a view of a tensor requiring grad, made while grad was off
-            raise RuntimeError(_NO_GRAD_VIEW_MESSAGE)
-        if base.grad_fn is None:
+    if base is not None:
+        if x._view_kind != DEFAULT:
+            raise RuntimeError(rebase_error(x, indirect=False))
+        if base._requires_grad and base._grad_fn is None:
             raise RuntimeError(_LEAF_VIEW_MESSAGE)
+    elif x._grad_fn is None and x._requires_grad:
+        raise RuntimeError(_LEAF_MESSAGE)
 
 
 def pin_saved_output(x: Tensor) -> None:
@@ -80,29 +70,34 @@ def pin_saved_output(x: Tensor) -> None:
     Nodes such as ExpBackward0 or TanhBackward0 keep their output array but record no version
     for it (a tensor saving its own node would be a reference cycle on every op). The first
     in-place write pins the current version on that node instead, so backward raises as torch
-    does rather than use the new values. ``x`` may be the output or a view of it.
+    does rather than use the new values. ``x`` may be the output or a view of it, or a view
+    of a ``detach()`` of it (whose base is the detached tensor, whose base is the output).
     """
-    for t in (x, x._base):
-        if t is None:
-            continue
-        fn = t.grad_fn
-        if fn is None or getattr(fn, "out", None) is not t._data:
-            continue
-        vbox = t._vbox
-        if any(saved._vbox is vbox for saved, _ in fn._versions):
-            continue
-        saved = wrap(t._data)
-        saved._vbox = vbox
-        saved.grad_fn = fn
-        saved._output_nr = t._output_nr
-        fn._versions = (*fn._versions, (saved, vbox[0]))
+    t: Tensor | None = x
+    while t is not None:
+        fn = t._grad_fn
+        if fn is not None and getattr(fn, "out", None) is t._data:
+            _pin(fn, t)
+        t = t._base
+
+
+def _pin(fn: Node, t: Tensor) -> None:
+    """Record ``t``'s current version on ``fn``, which keeps ``t``'s array as its output."""
+    vbox = t._vbox
+    if any(saved._vbox is vbox for saved, _ in fn._versions):
+        return
+    saved = wrap(t._data)
+    saved._vbox = vbox
+    saved.grad_fn = fn
+    saved._output_nr = t._output_nr
+    fn._versions = (*fn._versions, (saved, vbox[0]))
 
 
 def _snapshot(x: Tensor) -> Tensor:
     """The value and graph position ``x`` has before the in-place op."""
     src = wrap(x._data.copy())
+    src.grad_fn = x.grad_fn  # a view's history made current first (autograd._view)
     src._requires_grad = x._requires_grad
-    src.grad_fn = x.grad_fn
     src._output_nr = x._output_nr
     src._acc = x._acc
     return src
@@ -128,33 +123,37 @@ def apply_inplace(x: Tensor, kernel: Callable[[Tensor], Tensor], other: Tensor |
     if not recording:
         return x
     fn = result.grad_fn
+    if fn is not None and getattr(fn, "out", None) is result._data:
+        # The op's saved output is x now, as torch's: a later write to it, through x, its
+        # base or another view, is caught at backward.
+        fn.out = x._data
+        _pin(fn, x)
     if base is not None and geometry is not None and fn is not None:
         _rebase(x, base, fn, geometry)
     else:
-        _retarget(x, fn, result._requires_grad)
+        set_history(x, fn, result._requires_grad)
     return x
+
+
+def rebase_history(x: Tensor, fn: Node) -> None:
+    """A view ``x`` already written in place by ``fn`` (a custom Function that marked it
+    dirty): torch's checks and rebase, as for the built-in in-place ops."""
+    _check_allowed(x, True)
+    base = _tracked_base(x)
+    assert base is not None
+    if fn._n_out != 1:
+        raise RuntimeError("Functions which modify views in-place must return a single Variable")
+    _rebase(x, base, fn, ViewGeometry(x._data, base._data))
 
 
 def _rebase(x: Tensor, base: Tensor, fn: Node, geometry: ViewGeometry) -> None:
     """torch's view + in-place rule: the base takes a CopySlices node wrapping ``fn`` (its
     values changed too) and the view an AsStridedBackward0 node into that base history."""
     copy = CopySlices(edge(base), fn, geometry)
-    _retarget(base, copy, True)
+    set_history(base, copy, True)
     view_node = AsStridedBackward0(((copy, 0),))
     view_node._geometry = geometry
-    _retarget(x, view_node, True)
-
-
-def _retarget(x: Tensor, node: Node | None, requires_grad: bool) -> None:
-    """Make ``node`` ``x``'s history (output 0); a retain_grad() follows the tensor to it."""
-    old, old_nr = x.grad_fn, x._output_nr
-    x.grad_fn = node
-    x._output_nr = 0
-    x._requires_grad = requires_grad
-    if x.retains_grad and old is not None and old._hooks is not None:
-        old._hooks.retains_grad.pop(old_nr, None)
-        if node is not None:
-            node._hook_tables().retains_grad[0] = x
+    set_history(x, view_node, True)
 
 
 def _fast(x: Tensor, other: Any) -> bool:
@@ -167,7 +166,7 @@ def _fast(x: Tensor, other: Any) -> bool:
     if x._requires_grad or (isinstance(other, Tensor) and other._requires_grad):
         return False
     base = x._base
-    return base is None or not base._requires_grad or getattr(x, "_plain_view", False)
+    return base is None or not base._requires_grad or x._view_kind == PLAIN
 
 
 def _operand(other: Any) -> Any:
@@ -176,7 +175,7 @@ def _operand(other: Any) -> Any:
 
 def bump(x: Tensor) -> Tensor:
     """Count an in-place write that recorded nothing (the data is already changed)."""
-    if x.grad_fn is not None or x._base is not None:
+    if x._grad_fn is not None or x._base is not None:
         pin_saved_output(x)
     x._vbox[0] += 1
     return x

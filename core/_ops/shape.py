@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from .._dtype import is_floating, resolve_dtype
-from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
+from ..autograd._view import MULTI_OUTPUT, make_view
+from ._base import Node, Tensor, edge, grad_state, needs_grad, record, sum_to, wrap
 from ._graph import only, sum_to_tensor
 from .reduce import normalize_dims
 
@@ -19,7 +20,9 @@ __all__ = [
     "flatten",
     "permute",
     "reshape",
+    "select",
     "split",
+    "split_with_sizes",
     "squeeze",
     "stack",
     "t",
@@ -38,11 +41,9 @@ def _sizes(shape: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
-def _as_view(out: np.ndarray, x: Tensor, node: Node | None) -> Tensor:
+def _as_view(out: np.ndarray, x: Tensor, node: Node | None, kind: int | None = None) -> Tensor:
     result = record(out, node) if node is not None else wrap(out)
-    result._base = x if x._base is None else x._base
-    result._vbox = x._vbox
-    return result
+    return make_view(result, x, kind)
 
 
 class ViewBackward0(Node):
@@ -332,8 +333,10 @@ class UnbindBackward0(SplitBackward0):
 def _pieces(
     x: Tensor, arrays: list[np.ndarray], axis: int, cls: type[SplitBackward0]
 ) -> tuple[Tensor, ...]:
+    # torch refuses to regenerate (or write in place) views an op returned several of
+    kind = MULTI_OUTPUT if grad_state.enabled else None
     if not needs_grad(x):
-        return tuple(_as_view(a, x, None) for a in arrays)
+        return tuple(_as_view(a, x, None, kind) for a in arrays)
     node = cls((edge(x),))
     node._n_out = len(arrays)
     node._axis = axis
@@ -341,7 +344,7 @@ def _pieces(
     node._dtype = x._data.dtype
     outs = []
     for nr, a in enumerate(arrays):
-        out = _as_view(a, x, node)
+        out = _as_view(a, x, node, kind)
         out._output_nr = nr
         outs.append(out)
     return tuple(outs)
@@ -374,6 +377,26 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
     return _pieces(x, np.split(d, bounds, axis=axis), axis, SplitWithSizesBackward0)
 
 
+def split_with_sizes(x: Tensor, split_sizes: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into pieces of the listed sizes (``SplitWithSizesBackward0``)."""
+    return split(x, list(split_sizes), dim)
+
+
+def select(x: Tensor, dim: int, index: int) -> Tensor:
+    """The view at ``index`` along ``dim``, one dim fewer (``SelectBackward0``)."""
+    from .index import getitem
+
+    d = x._data
+    (axis,) = normalize_dims(dim, d.ndim)
+    size = d.shape[axis]
+    if not -size <= index < size:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(d.shape)} at "
+            f"dimension {axis}"
+        )
+    return getitem(x, (slice(None),) * axis + (index,))
+
+
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
@@ -390,7 +413,9 @@ def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     if d.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     (axis,) = normalize_dims(dim, d.ndim)
-    return _pieces(x, list(np.moveaxis(d, axis, 0)), axis, UnbindBackward0)
+    moved = np.moveaxis(d, axis, 0)
+    # moved[i, ...], not iteration: a 1-d input's entries must stay 0-d views, not copies
+    return _pieces(x, [moved[i, ...] for i in range(len(moved))], axis, UnbindBackward0)
 
 
 class CatBackward0(Node):

@@ -44,9 +44,10 @@ def _as_list(value: Tensor | Sequence[Any] | None) -> list[Any]:
 def _root_edge(t: Tensor) -> tuple[Any, int]:
     from .._ops._base import edge
 
-    if not t._requires_grad:
+    root = edge(t)  # a view whose base was written in place since gets its new history first
+    if root is None:
         raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-    return edge(t)  # type: ignore[return-value]
+    return root
 
 
 def _seed(t: Tensor, gradient: Any, index: int) -> np.ndarray:

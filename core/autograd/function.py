@@ -15,7 +15,9 @@ import numpy as np
 from .._grad_mode import _state as grad_state
 from .._ops._base import sum_to
 from .._ops._graph import sum_to_tensor
-from .._tensor import Tensor, _TensorHooks, _wrap
+from .._ops.inplace import rebase_history
+from .._tensor import Tensor, _wrap
+from ._view import CUSTOM, PLAIN, make_view
 from .graph import Node
 
 if TYPE_CHECKING:
@@ -250,20 +252,15 @@ def _attach(
     if out._data.dtype.kind != "f":
         return out
     source = inputs.get(id(out))
+    differentiable_view = out._base is not None and out._view_kind != PLAIN
     if source is not None and id(out) not in ctx.dirty:
         # An input returned as-is becomes a new view object of that input.
-        view = _wrap(out._data)
-        view._vbox = source._vbox
-        view._base = source if source._base is None else source._base
-        hooks = view._hooks = _TensorHooks()
-        hooks.view_error = (
-            f"Output {nr} of {type(node).__name__} is a view and is being modified inplace. This "
-            "view was created inside a custom Function (or because an input was returned as-is) "
-            "and the autograd logic to handle view+inplace would override the custom backward "
-            "associated with the custom Function, leading to incorrect gradients. This behavior "
-            "is forbidden. You can fix this by cloning the output of the custom Function."
-        )
-        out = view
+        out = make_view(_wrap(out._data), source, CUSTOM)
+    elif source is not None and differentiable_view:  # a view input written in place
+        rebase_history(out, node)
+        return out
+    elif differentiable_view:  # a view made inside forward
+        out._view_kind = CUSTOM
     out._requires_grad = True
     out.grad_fn = node
     out._output_nr = nr

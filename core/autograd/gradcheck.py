@@ -87,7 +87,7 @@ def gradcheck(
                 f"gradcheck needs float64 inputs; input {i} is {args[i]._data.dtype}"
             )
     outputs = _outputs(func, args)
-    differentiable = [k for k, out in enumerate(outputs) if out._requires_grad]
+    differentiable = [k for k, out in enumerate(outputs) if out.requires_grad]
     if not differentiable:  # as torch: then every numerical gradient must be zero
         for k in range(len(outputs)):
             for i in checked:

@@ -99,9 +99,6 @@ class Node:
     _materialize: bool = False
     # Names of the slots holding saved values, freed after backward unless retain_graph.
     _saved_fields: ClassVar[tuple[str, ...]] = ()
-    # True when every output is a view of an input that must not be modified in place
-    # (module backward-hook wrappers, SEMANTICS B-15); see _view_error_message.
-    _outputs_are_views: ClassVar[bool] = False
     # True for pass-through nodes that save nothing and fill in missing gradients themselves:
     # the engine calls their backward_multi directly, skipping the saved-state checks, and
     # runs a hook-free one as soon as it is ready when nothing outranks it (_engine._drain).
@@ -194,16 +191,6 @@ class Node:
             setattr(self, field, None)
         self._packed = None
         self._freed = True
-
-    def _view_error_message(self, output_nr: int) -> str:
-        return (
-            f"Output {output_nr} of {self.name()} is a view and is being modified inplace. This "
-            "view was created inside a custom Function (or because an input was returned "
-            "as-is) and the autograd logic to handle view+inplace would override the custom "
-            "backward associated with the custom Function, leading to incorrect gradients. "
-            "This behavior is forbidden. You can fix this by cloning the output of the custom "
-            "Function."
-        )
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {id(self):#x}>"

@@ -36,7 +36,7 @@ class Parameter(Tensor):
         self._data = array
         self._grad = None
         self._requires_grad = False
-        self.grad_fn = None
+        self._grad_fn = None
         self._output_nr = 0
         self._vbox = vbox
         self._base = None
@@ -79,7 +79,7 @@ class Buffer(Tensor):
         self._data = array
         self._grad = None
         self._requires_grad = False
-        self.grad_fn = None
+        self._grad_fn = None
         self._output_nr = 0
         self._vbox = vbox
         self._base = None

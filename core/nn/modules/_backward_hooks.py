@@ -24,6 +24,7 @@ from ..._ops._base import edge
 from ..._tensor import Tensor, _wrap
 from ...autograd._engine import current_graph_task
 from ...autograd._hook_calls import checked_hook_result
+from ...autograd._view import CUSTOM, make_view
 from ...autograd.graph import Node, next_sequence_nr
 from ...utils._warnings import warn_at_frame
 
@@ -52,7 +53,6 @@ class BackwardHookFunctionBackward(Node):
 
     __slots__ = ("_hook", "_is_output", "_meta", "_n_out")
     _materialize = True
-    _outputs_are_views = True
     _plain_identity = True
 
     def __init__(
@@ -293,13 +293,11 @@ class BackwardHook:
         out._data = d
         out._grad = None
         out._requires_grad = True
-        out.grad_fn = node
+        out._grad_fn = node
         out._output_nr = 0
-        out._vbox = t._vbox
-        out._base = t if t._base is None else t._base
         out._acc = None
         out._hooks = None
-        return out
+        return make_view(out, t, CUSTOM)
 
     def _wrap_tensors(
         self, values: tuple[Any, ...], is_output: bool
@@ -406,14 +404,12 @@ def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Te
     out._grad = None
     if t._requires_grad:
         out._requires_grad = True
-        out.grad_fn = node
+        out._grad_fn = node
         out._output_nr = nr
     else:  # a multi-tensor call's input that needs no gradient: same memory, no node
         out._requires_grad = False
-        out.grad_fn = None
+        out._grad_fn = None
         out._output_nr = 0
-    out._vbox = t._vbox
-    out._base = t if t._base is None else t._base
     out._acc = None
     out._hooks = None
-    return out
+    return make_view(out, t, CUSTOM)
