@@ -189,6 +189,7 @@ from ._tensor_types import (
     LongTensor,
     ShortTensor,
 )
+from ._threads import get_num_threads, set_num_threads
 from .amp.autocast_mode import (
     autocast,
     clear_autocast_cache,
@@ -280,6 +281,7 @@ __all__ = [
     "ge",
     "get_autocast_dtype",
     "get_default_dtype",
+    "get_num_threads",
     "gt",
     "half",
     "int",
@@ -402,6 +404,7 @@ __all__ = [
     "load",
     "save",
     "serialization",
+    "set_num_threads",
     "set_printoptions",
     "bfloat16",
     "finfo",
