@@ -17,6 +17,7 @@ __all__ = [
     "get_default_dtype",
     "iinfo",
     "is_floating",
+    "is_reduced_float",
     "int8",
     "int16",
     "int32",
@@ -57,6 +58,12 @@ _SCALAR_TYPE_NAMES = {
 def is_floating(dtype: np.dtype[Any]) -> bool:
     """True for floating dtypes, bfloat16 included (numpy files ml_dtypes' under kind 'V')."""
     return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
+def is_reduced_float(dtype: np.dtype[Any]) -> bool:
+    """float16 and bfloat16: the dtypes torch's CPU kernels compute in float32 ("opmath")
+    and round back once, rather than rounding every step."""
+    return dtype == float16 or dtype.name == "bfloat16"
 
 
 def can_require_grad(dtype: np.dtype[Any]) -> bool:

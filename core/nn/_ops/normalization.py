@@ -5,6 +5,11 @@ normalized rows ``xhat`` and ``rstd = 1 / sqrt(var + eps)``; backward is the clo
 ``dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))`` with ``dxhat = g * w``.
 Batch and group norm use the same closed form over other axes: per channel over the batch and
 spatial dims, per (sample, group) over the group's channels and spatial dims.
+
+float16 and bfloat16 inputs are normalized as torch's CPU kernels do: in float32, rounded to
+the input's dtype once at the end. Their parameters are either of the input's dtype or all
+float32 (torch's "mixed dtype"); the saved statistics and the parameter gradients take the
+parameters' dtype (:func:`param_dtype`).
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from ..._dtype import float32, is_reduced_float, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 from ..._ops._graph import only, saved_output, saved_tensor
 from ..._size import Size
+from ..._threads import get_num_threads
 
 __all__ = [
     "NativeBatchNormBackward0",
@@ -26,6 +33,7 @@ __all__ = [
     "group_norm",
     "instance_norm",
     "layer_norm",
+    "param_dtype",
 ]
 
 
@@ -39,15 +47,41 @@ def as_normalized_shape(shape: Any) -> tuple[int, ...]:
 class NativeLayerNormBackward0(Node):
     """Edges ``(input, weight, bias)``; weight/bias edges are None without elementwise affine."""
 
-    __slots__ = ("_in_shape", "_norm_shape", "rstd", "weight", "xhat")
+    __slots__ = ("_in_shape", "_norm_shape", "_reduced", "mean", "rstd", "weight", "x", "xhat")
 
     _in_shape: tuple[int, ...]
     _norm_shape: tuple[int, ...]
+    _reduced: tuple[np.dtype[Any], np.dtype[Any]] | None  # (input, parameter) dtypes
+    mean: np.ndarray | None  # float16/bfloat16 input only: its rows and their mean
+    x: np.ndarray | None
     rstd: np.ndarray
     weight: np.ndarray | None
     xhat: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        if self._reduced is not None:
+            return self._backward_reduced(g)
+        return self._backward(g)
+
+    def _backward_reduced(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        """float16/bfloat16 as torch's kernel: in float32, the input gradient rounded once,
+        the parameter gradients summed over rows per thread in the input's dtype."""
+        ex, ew, eb = self._next
+        xdtype, pdtype = self._reduced  # type: ignore[misc]
+        g2 = g.reshape(self.xhat.shape).astype(float32)
+        gw = gb = None
+        if ew is not None:
+            gw = _per_thread_row_sums(g2 * self.xhat, xdtype).astype(pdtype)
+            gw = gw.reshape(self._norm_shape)
+        if eb is not None:
+            gb = _per_thread_row_sums(g2, xdtype).astype(pdtype).reshape(self._norm_shape)
+        gx = None
+        if ex is not None:
+            gx = _layer_norm_input_grad(g2, self, k=self.xhat.shape[1])
+            gx = gx.astype(xdtype).reshape(self._in_shape)
+        return (gx, gw, gb)
+
+    def _backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ex, ew, eb = self._next
         xhat = self.xhat
         g2 = g.reshape(xhat.shape)
@@ -127,6 +161,92 @@ def _check_shape(x: np.ndarray, shape: tuple[int, ...]) -> None:
         )
 
 
+def param_dtype(x: np.ndarray, *params: Tensor | None) -> np.dtype[Any]:
+    """The dtype of a normalization's parameters (and saved statistics) for input ``x``, by
+    torch's CPU rule: the input's, or float32 for all of them under a float16/bfloat16 input
+    (torch's "mixed dtype"); anything else is refused with torch's messages."""
+    dtypes = [p._data.dtype for p in params if p is not None]
+    if not dtypes or dtypes[0] == x.dtype:
+        for dtype in dtypes:
+            if dtype != x.dtype:
+                raise RuntimeError(
+                    f"expected scalar type {scalar_type_name(x.dtype)} but found "
+                    f"{scalar_type_name(dtype)}"
+                )
+        return x.dtype
+    if any(dtype != float32 for dtype in dtypes):
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    if not is_reduced_float(x.dtype):
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    return float32
+
+
+def _layer_norm_input_grad(g2: np.ndarray, node: NativeLayerNormBackward0, k: int) -> np.ndarray:
+    """torch's float32 formula of a float16/bfloat16 layer norm's input gradient:
+    ``rstd * dy * w + b * x + c`` with ``b``, ``c`` from the row sums of ``dy * w`` and of
+    ``dy * w * x``, and the saved (rounded) ``mean`` and ``rstd``."""
+    assert node.x is not None and node.mean is not None
+    x = node.x.astype(float32)
+    gw = g2 if node.weight is None else g2 * node.weight.astype(float32)
+    ds = (gw * x).sum(axis=1, dtype=np.float64, keepdims=True).astype(float32)
+    db = gw.sum(axis=1, dtype=np.float64, keepdims=True).astype(float32)
+    a, mean, scale = node.rstd.astype(float32), node.mean.astype(float32), np.float32(1 / k)
+    b = (db * mean - ds) * a * a * a * scale
+    c = -b * mean - db * a * scale
+    return a * gw + b * x + c
+
+
+def _per_thread_row_sums(terms: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """Column sums of float32 ``terms`` as torch's reduced-precision layer norm backward
+    forms them: the rows split in ``get_num_threads()`` contiguous chunks (its
+    ``parallel_for``), each chunk accumulated row by row into a buffer of ``dtype`` (rounded
+    at every row), the buffers then summed in float32."""
+    rows = terms.shape[0]
+    threads = min(get_num_threads(), rows) if rows > 1 else 1
+    chunk = -(-rows // threads)
+    padded = np.zeros((threads * chunk, terms.shape[1]), float32)
+    padded[:rows] = terms  # adding zero leaves a buffer as it is
+    per_thread = padded.reshape(threads, chunk, -1)
+    buffer = np.zeros((threads, terms.shape[1]), dtype)
+    for r in range(chunk):
+        buffer = (buffer.astype(float32) + per_thread[:, r]).astype(dtype)
+    total = np.zeros(terms.shape[1], float32)
+    for partial in buffer.astype(float32):
+        total = total + partial
+    return total
+
+
+def _row_moments(x2: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """float32 ``(mean, rstd)`` columns of the rows of ``x2``, as torch's reduced-precision
+    kernels compute them (moments accumulated in float64 here, float32 Welford in torch:
+    both round to the same float32 but for rare last-bit differences)."""
+    x32 = x2.astype(float32)
+    mean = x32.mean(axis=1, dtype=np.float64, keepdims=True)
+    var = np.square(x32 - mean).mean(axis=1, keepdims=True).astype(float32)
+    return mean.astype(float32), np.float32(1) / np.sqrt(var + np.float32(eps))
+
+
+def _layer_norm_reduced(
+    x2: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float, pdtype: np.dtype[Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(out, xhat, mean, rstd)`` of float16/bfloat16 rows: ``(x * rstd - rstd * mean) * w +
+    b`` in float32, rounded once, as torch's kernel; ``mean`` and ``rstd`` are kept in the
+    parameters' dtype, and ``xhat`` (float32) is rebuilt from them, as torch's backward does."""
+    mean, rstd = _row_moments(x2, eps)
+    y = _fma(x2, rstd, -rstd * mean)
+    if w is not None or b is not None:
+        y = _fma(y, 1 if w is None else w, 0 if b is None else b)
+    mean_p, rstd_p = mean.astype(pdtype), rstd.astype(pdtype)
+    a = rstd_p.astype(float32)
+    return y.astype(x2.dtype), _fma(x2, a, -a * mean_p.astype(float32)), mean_p, rstd_p
+
+
+def _fma(a: np.ndarray, b: Any, c: Any) -> np.ndarray:
+    """float32 ``a * b + c`` rounded once, as the fused multiply-adds of torch's kernels (the
+    float64 product of two float32 values is exact)."""
+    return (a.astype(np.float64) * b + c).astype(float32)
+
+
 def layer_norm(
     input: Tensor,
     normalized_shape: Any,
@@ -138,16 +258,23 @@ def layer_norm(
     x = input._data
     shape = as_normalized_shape(normalized_shape)
     _check_shape(x, shape)
+    pdtype = param_dtype(x, weight, bias)
     k = int(np.prod(shape))
     x2 = x.reshape(-1, k)
-    centered = x2 - x2.mean(axis=1, keepdims=True)
-    var = np.einsum("mk,mk->m", centered, centered)[:, None] / k
-    rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)
-    xhat = centered * rstd
     w = None if weight is None else weight._data.reshape(k)
-    out = xhat if w is None else xhat * w
-    if bias is not None:
-        out = out + bias._data.reshape(k)
+    bv = None if bias is None else bias._data.reshape(k)
+    reduced = is_reduced_float(x.dtype)
+    mean = None
+    if reduced:
+        out, xhat, mean, rstd = _layer_norm_reduced(x2, w, bv, eps, pdtype)
+    else:
+        centered = x2 - x2.mean(axis=1, keepdims=True)
+        var = np.einsum("mk,mk->m", centered, centered)[:, None] / k
+        rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)
+        xhat = centered * rstd
+        out = xhat if w is None else xhat * w
+        if bv is not None:
+            out = out + bv
     out = out.reshape(x.shape)
     params = [t for t in (weight, bias) if t is not None]
     if not needs_grad(input, *params):
@@ -160,7 +287,9 @@ def layer_norm(
         )
     )
     node._in_shape, node._norm_shape = x.shape, shape
+    node._reduced = (x.dtype, pdtype) if reduced else None
     node.xhat, node.rstd, node.weight = xhat, rstd, w
+    node.x, node.mean = (x2, mean) if reduced else (None, None)
     node._save(input, *params)
     return record(out, node)
 
