@@ -18,6 +18,7 @@ __all__ = [
     "iinfo",
     "is_floating",
     "is_reduced_float",
+    "opmath",
     "int8",
     "int16",
     "int32",
@@ -64,6 +65,14 @@ def is_reduced_float(dtype: np.dtype[Any]) -> bool:
     """float16 and bfloat16: the dtypes torch's CPU kernels compute in float32 ("opmath")
     and round back once, rather than rounding every step."""
     return dtype == float16 or dtype.name == "bfloat16"
+
+
+def opmath(a: np.ndarray) -> np.ndarray:
+    """``a`` in the dtype torch's CPU kernels compute it in: float16 and bfloat16 widened to
+    float32 (the caller rounds its result back once), any other dtype as it is."""
+    if a.dtype.itemsize == 2 and a.dtype.kind in "fV":  # float16, bfloat16: no int16
+        return a.astype(float32)
+    return a
 
 
 def can_require_grad(dtype: np.dtype[Any]) -> bool:
