@@ -19,6 +19,7 @@ __all__ = [
     "is_floating",
     "is_reduced_float",
     "opmath",
+    "opsum",
     "int8",
     "int16",
     "int32",
@@ -73,6 +74,15 @@ def opmath(a: np.ndarray) -> np.ndarray:
     if a.dtype.itemsize == 2 and a.dtype.kind in "fV":  # float16, bfloat16: no int16
         return a.astype(float32)
     return a
+
+
+def opsum(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    """``a.sum(axis)``; float16 and bfloat16 accumulated in float32 and rounded once, as torch
+    sums them (numpy would add bfloat16 in bfloat16). Hot callers test
+    ``a.dtype.itemsize > 2`` first and call numpy's sum directly."""
+    if a.dtype.itemsize == 2 and a.dtype.kind in "fV":
+        return np.asarray(a.sum(axis=axis, keepdims=keepdims, dtype=float32)).astype(a.dtype)
+    return np.asarray(a.sum(axis=axis, keepdims=keepdims))
 
 
 def can_require_grad(dtype: np.dtype[Any]) -> bool:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .._dtype import opsum
 from .._grad_mode import _state as grad_state
 from .._tensor import Tensor, _wrap
 from ..autograd._saved import pack_node
@@ -82,7 +83,11 @@ def sum_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     axes = tuple(range(lead)) + tuple(
         lead + i for i, size in enumerate(shape) if size == 1 and grad.shape[lead + i] != 1
     )
-    summed = grad.sum(axis=axes, keepdims=True) if axes else grad
+    if not axes:
+        return grad.reshape(shape)
+    if grad.dtype.itemsize > 2:  # the fast path: float32/float64 (and wide ints)
+        return grad.sum(axis=axes, keepdims=True).reshape(shape)
+    summed = opsum(grad, axes, keepdims=True)  # float16/bfloat16: accumulated in float32
     return summed.reshape(shape)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtype import is_floating, opmath
+from .._dtype import is_floating, opmath, opsum
 from ..amp._state import state as _autocast
 from ..amp._state import to_float32
 from ._base import Node, Tensor, edge, needs_grad, record, wrap
@@ -122,7 +122,10 @@ def _reduction(
 def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     d = x._data
     dims = normalize_dims(dim, d.ndim, reduce=True)
-    out = np.sum(d, axis=dims, keepdims=keepdim, dtype=dtype)
+    if dtype is None and d.dtype.itemsize == 2:  # float16/bfloat16: accumulated in float32
+        out = opsum(d, dims, keepdim)
+    else:
+        out = np.sum(d, axis=dims, keepdims=keepdim, dtype=dtype)
     if d.dtype.kind in "biu" and dtype is None:
         out = out.astype(np.int64)
     out = np.asarray(out)
@@ -140,7 +143,10 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
             f"or complex dtype. Got: {d.dtype}"
         )
     dims = normalize_dims(dim, d.ndim, reduce=True)
-    out = np.asarray(np.mean(d, axis=dims, keepdims=keepdim, dtype=dtype))
+    if dtype is None and is_floating(d.dtype) and d.dtype.itemsize == 2:
+        out = np.mean(d, axis=dims, keepdims=keepdim, dtype=np.float32).astype(d.dtype)
+    else:
+        out = np.asarray(np.mean(d, axis=dims, keepdims=keepdim, dtype=dtype))
     if needs_grad(x):
         count = int(np.prod([d.shape[i] for i in dims])) if d.ndim else 1
         node = (MeanBackward0 if dim is None and not keepdim else MeanBackward1)((edge(x),))

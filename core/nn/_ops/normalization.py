@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._dtype import float32, is_reduced_float, scalar_type_name
+from ..._dtype import float32, is_reduced_float, opmath, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 from ..._ops._graph import only, saved_output, saved_tensor
 from ..._size import Size
@@ -297,12 +297,23 @@ def layer_norm(
 # -- batch_norm and group_norm: standardize over axes, one closed-form backward -----------------
 
 
-def _standardize(x: np.ndarray, axes: tuple[int, ...], eps: float) -> tuple[np.ndarray, ...]:
-    """``(xhat, mean, biased var, rstd)`` of ``x`` over ``axes`` (statistics keep their dims)."""
+def _rounded(a: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """float32 ``a`` rounded to ``dtype`` and widened back."""
+    return a.astype(dtype).astype(a.dtype)
+
+
+def _standardize(
+    x: np.ndarray, axes: tuple[int, ...], eps: float, stats: np.dtype[Any] | None = None
+) -> tuple[np.ndarray, ...]:
+    """``(xhat, mean, biased var, rstd)`` of ``x`` over ``axes`` (statistics keep their dims).
+    With ``stats`` (float16/bfloat16 parameters), ``xhat`` uses the mean and rstd rounded to
+    that dtype, as torch keeps and applies them."""
     mean = x.mean(axis=axes, keepdims=True)
     centered = x - mean
     var = (centered * centered).mean(axis=axes, keepdims=True)
     rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)
+    if stats is not None and is_reduced_float(stats):
+        rstd, centered = _rounded(rstd, stats), x - _rounded(mean, stats)
     return centered * rstd, mean, var, rstd
 
 
@@ -320,7 +331,30 @@ def _check_elements(name: str, t: Tensor | None, channels: int) -> None:
         raise RuntimeError(f"{name} should contain {channels} elements not {t._data.size}")
 
 
-class NativeBatchNormBackward0(Node):
+class _RoundsBack(Node):
+    """A normalization node whose float16/bfloat16 input was normalized in float32
+    (``_reduced`` is then its input's and its parameters' dtypes): the gradients are
+    computed in float32 too and rounded to those dtypes once."""
+
+    __slots__ = ("_reduced",)
+
+    _reduced: tuple[np.dtype[Any], np.dtype[Any]] | None
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        if self._reduced is None:
+            return self._backward(g)
+        xdtype, pdtype = self._reduced
+        gx, gw, gb = self._backward(opmath(g))
+        return tuple(
+            None if a is None else a.astype(dtype)
+            for a, dtype in ((gx, xdtype), (gw, pdtype), (gb, pdtype))
+        )
+
+    def _backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        raise NotImplementedError
+
+
+class NativeBatchNormBackward0(_RoundsBack):
     """Edges ``(input, weight, bias)``; with batch statistics (``training``) the mean and
     variance depend on the input, with running statistics they are constants."""
 
@@ -332,7 +366,7 @@ class NativeBatchNormBackward0(Node):
     weight: np.ndarray | None
     xhat: np.ndarray
 
-    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+    def _backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ex, ew, eb = self._next
         axes, xhat = self._axes, self.xhat
         gx = gw = gb = None
@@ -362,6 +396,9 @@ def _update_running_(running: Tensor | None, batch: np.ndarray, momentum: float)
     like torch's kernel, the write does not count as a version of the buffer."""
     if running is not None:
         data = running._data
+        if is_reduced_float(data.dtype):  # in float32, rounded once, as torch's
+            data[...] = opmath(data) * (1 - momentum) + momentum * batch
+            return
         data *= 1 - momentum
         data += (momentum * batch).astype(data.dtype, copy=False)
 
@@ -381,6 +418,8 @@ def batch_norm(
     x = input._data
     if training:
         _verify_batch_size(x.shape, Size(x.shape))
+    pdtype = param_dtype(x, weight, bias, running_mean, running_var)
+    x = opmath(x)  # float16/bfloat16: normalized in float32, rounded back once
     channels = x.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
         _check_elements(name, t, channels)
@@ -389,7 +428,7 @@ def batch_norm(
     axes = (0, *range(2, x.ndim))
     stats_shape = (1, channels) + (1,) * (x.ndim - 2)
     if training:
-        xhat, mean, var, rstd = _standardize(x, axes, eps)
+        xhat, mean, var, rstd = _standardize(x, axes, eps, pdtype)
         n = x.size // channels
         _update_running_(running_mean, mean.reshape(channels), momentum)
         _update_running_(running_var, var.reshape(channels) * (n / max(n - 1, 1)), momentum)
@@ -397,13 +436,16 @@ def batch_norm(
         if running_mean is None or running_var is None:
             missing = "running_mean" if running_mean is None else "running_var"
             raise RuntimeError(f"{missing} must be defined in evaluation mode")
-        rstd = (1.0 / np.sqrt(running_var._data.reshape(stats_shape) + eps)).astype(x.dtype)
-        xhat = (x - running_mean._data.reshape(stats_shape)) * rstd
+        var = opmath(running_var._data).reshape(stats_shape)
+        rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype)
+        xhat = (x - opmath(running_mean._data).reshape(stats_shape)) * rstd
     out, w = _scale_shift(xhat, weight, bias, stats_shape)
+    out = out.astype(input._data.dtype, copy=False)
     params = [t for t in (weight, bias) if t is not None]
     if not needs_grad(input, *params):
         return wrap(out)
     node = NativeBatchNormBackward0(_edges(input, weight, bias))
+    node._reduced = (input._data.dtype, pdtype) if x is not input._data else None
     node.xhat, node.rstd, node.weight = xhat, rstd, w
     node._axes, node._training = axes, training
     node._save(input, *params)
@@ -431,7 +473,7 @@ def _scale_shift(
     return out, w
 
 
-class NativeGroupNormBackward0(Node):
+class NativeGroupNormBackward0(_RoundsBack):
     """Edges ``(input, weight, bias)``: statistics per (sample, group), affine per channel."""
 
     __slots__ = ("_groups", "rstd", "weight", "xhat")
@@ -441,7 +483,7 @@ class NativeGroupNormBackward0(Node):
     weight: np.ndarray | None
     xhat: np.ndarray
 
-    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+    def _backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         ex, ew, eb = self._next
         xhat = self.xhat
         axes = (0, *range(2, g.ndim))
@@ -487,13 +529,22 @@ def group_norm(
     values = [x.shape[0] * x.shape[1] // num_groups, num_groups, *x.shape[2:]]
     _verify_batch_size(tuple(values), values)
     _check_group_norm(x, num_groups, weight)
-    xhat, _, _, rstd = _standardize(x.reshape(x.shape[0], num_groups, -1), (2,), eps)
-    xhat = xhat.reshape(x.shape)
-    out, w = _scale_shift(xhat, weight, bias, (1, x.shape[1]) + (1,) * (x.ndim - 2))
+    pdtype = param_dtype(x, weight, bias)
+    x = opmath(x)  # float16/bfloat16: normalized in float32, rounded back once
+    grouped = x.reshape(x.shape[0], num_groups, -1)
+    xhat, _, _, rstd = _standardize(grouped, (2,), eps)
+    out, w = _scale_shift(
+        xhat.reshape(x.shape), weight, bias, (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    )
+    out = out.astype(input._data.dtype, copy=False)
     params = [t for t in (weight, bias) if t is not None]
     if not needs_grad(input, *params):
         return wrap(out)
+    if is_reduced_float(pdtype):  # torch's backward reads the statistics it kept, rounded
+        xhat, _, _, rstd = _standardize(grouped, (2,), eps, pdtype)
+    xhat = xhat.reshape(x.shape)
     node = NativeGroupNormBackward0(_edges(input, weight, bias))
+    node._reduced = (input._data.dtype, pdtype) if x is not input._data else None
     node.xhat, node.rstd, node.weight, node._groups = xhat, rstd, w, num_groups
     node._save(input, *params)
     return record(out, node)
