@@ -198,3 +198,14 @@ def test_set_num_threads_is_read_back() -> None:
         assert hookgrad.get_num_threads() == 3
     finally:
         hookgrad.set_num_threads(before)
+
+
+def test_module_bfloat16_casts_floating_tensors_as_torch() -> None:
+    """Module.bfloat16() and Module.to(bfloat16) cast floating parameters and buffers to
+    bfloat16 and leave integer buffers, as torch's."""
+    for cast in (lambda m: m.bfloat16(), lambda m: m.to(hookgrad.bfloat16)):
+        module = cast(hookgrad.nn.BatchNorm1d(3))
+        t_module = torch.nn.BatchNorm1d(3).bfloat16()
+        got = {k: _name(v.dtype) for k, v in module.state_dict().items()}
+        assert got == {k: _name(v.dtype) for k, v in t_module.state_dict().items()}
+        assert got["weight"] == "bfloat16" and got["num_batches_tracked"] == "int64"
