@@ -14,6 +14,7 @@ from . import (
     amp,
     autograd,
     backends,
+    cpu,
     cuda,
     distributed,
     jit,
@@ -189,6 +190,7 @@ from ._tensor_types import (
     LongTensor,
     ShortTensor,
 )
+from ._threads import get_num_threads, set_num_threads
 from .amp.autocast_mode import (
     autocast,
     clear_autocast_cache,
@@ -220,6 +222,7 @@ __all__ = [
     "jit",
     "distributed",
     "cuda",
+    "cpu",
     "backends",
     "amp",
     "Generator",
@@ -280,6 +283,7 @@ __all__ = [
     "ge",
     "get_autocast_dtype",
     "get_default_dtype",
+    "get_num_threads",
     "gt",
     "half",
     "int",
@@ -402,6 +406,7 @@ __all__ = [
     "load",
     "save",
     "serialization",
+    "set_num_threads",
     "set_printoptions",
     "bfloat16",
     "finfo",

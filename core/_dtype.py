@@ -17,6 +17,9 @@ __all__ = [
     "get_default_dtype",
     "iinfo",
     "is_floating",
+    "is_reduced_float",
+    "opmath",
+    "opsum",
     "int8",
     "int16",
     "int32",
@@ -57,6 +60,29 @@ _SCALAR_TYPE_NAMES = {
 def is_floating(dtype: np.dtype[Any]) -> bool:
     """True for floating dtypes, bfloat16 included (numpy files ml_dtypes' under kind 'V')."""
     return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
+def is_reduced_float(dtype: np.dtype[Any]) -> bool:
+    """float16 and bfloat16: the dtypes torch's CPU kernels compute in float32 ("opmath")
+    and round back once, rather than rounding every step."""
+    return dtype == float16 or dtype.name == "bfloat16"
+
+
+def opmath(a: np.ndarray) -> np.ndarray:
+    """``a`` in the dtype torch's CPU kernels compute it in: float16 and bfloat16 widened to
+    float32 (the caller rounds its result back once), any other dtype as it is."""
+    if a.dtype.itemsize == 2 and a.dtype.kind in "fV":  # float16, bfloat16: no int16
+        return a.astype(float32)
+    return a
+
+
+def opsum(a: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    """``a.sum(axis)``; float16 and bfloat16 accumulated in float32 and rounded once, as torch
+    sums them (numpy would add bfloat16 in bfloat16). Hot callers test
+    ``a.dtype.itemsize > 2`` first and call numpy's sum directly."""
+    if a.dtype.itemsize == 2 and a.dtype.kind in "fV":
+        return np.asarray(a.sum(axis=axis, keepdims=keepdims, dtype=float32)).astype(a.dtype)
+    return np.asarray(a.sum(axis=axis, keepdims=keepdims))
 
 
 def can_require_grad(dtype: np.dtype[Any]) -> bool:

@@ -540,7 +540,7 @@ class Tensor:
         return _pointwise.addcdiv(self, tensor1, tensor2, value=value)
 
     def dot(self, other: Tensor) -> Tensor:
-        return _arith.matmul(self, other)
+        return _products.dot(self, other)
 
     def maximum(self, other: Tensor) -> Tensor:
         return _arith.maximum(self, other)

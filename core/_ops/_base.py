@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .._dtype import opsum
 from .._grad_mode import _state as grad_state
 from .._tensor import Tensor, _wrap
 from ..autograd._saved import pack_node
@@ -36,6 +37,17 @@ wrap = _wrap
 _F = TypeVar("_F", bound=Callable[..., Any])
 # hookgrad's short parameter names -> torch's, for messages
 _TORCH_NAMES = {"x": "input", "a": "input", "b": "other"}
+# torch's names of the tensor parameters that hookgrad's kernels call otherwise, which the
+# public function forms take as keywords (``torch.add(input=x, other=y)``): the first
+# parameter (when it has one of these names), then per-op overrides of the table above.
+_FIRST_TENSOR_NAMES = frozenset({"x", "a", "t", "start", "array"})
+_TORCH_KEYWORDS = {
+    "bmm": {"b": "mat2"},
+    "mm": {"b": "mat2"},
+    "mv": {"v": "vec"},
+    "from_numpy": {"array": "ndarray"},
+    "split": {"x": "tensor"},
+}
 # numpy's spelling of torch's parameter names, which torch's argument parser also accepts
 _NUMPY_NAMES = {"dim": "axis", "keepdim": "keepdims"}
 _UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>"})()
@@ -92,7 +104,11 @@ def sum_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     axes = tuple(range(lead)) + tuple(
         lead + i for i, size in enumerate(shape) if size == 1 and grad.shape[lead + i] != 1
     )
-    summed = grad.sum(axis=axes, keepdims=True) if axes else grad
+    if not axes:
+        return grad.reshape(shape)
+    if grad.dtype.itemsize > 2:  # the fast path: float32/float64 (and wide ints)
+        return grad.sum(axis=axes, keepdims=True).reshape(shape)
+    summed = opsum(grad, axes, keepdims=True)  # float16/bfloat16: accumulated in float32
     return summed.reshape(shape)
 
 
@@ -131,8 +147,10 @@ def public_op(fn: _F, *, numpy_names: bool = False) -> _F:
     takes numpy's ``axis``/``keepdims`` (see :func:`numpy_names`).
     """
     signature = inspect.signature(fn)
+    rename = _torch_keywords(fn.__name__, signature)
     first = next(iter(signature.parameters))
-    params, args, prologue = _forwarding(fn.__qualname__, signature, numpy_names)
+    params, args, prologue = _forwarding(fn.__qualname__, signature, numpy_names, rename)
+    first = rename.get(first, first)
     source = (
         f"def {fn.__name__}({params}):\n"
         f"{prologue}"
@@ -144,6 +162,18 @@ def public_op(fn: _F, *, numpy_names: bool = False) -> _F:
         "        raise\n"
     )
     return _generate(fn, source, _check=_first_argument_check(fn.__name__, first))
+
+
+def _torch_keywords(op: str, signature: inspect.Signature) -> dict[str, str]:
+    """``{kernel parameter: torch's name}`` for ``op``'s tensor parameters named otherwise."""
+    names = list(signature.parameters)
+    rename = {}
+    if names and names[0] in _FIRST_TENSOR_NAMES:
+        rename[names[0]] = "input"
+    if len(names) > 1 and names[1] == "b":
+        rename["b"] = "other"
+    rename.update(_TORCH_KEYWORDS.get(op, {}))
+    return {k: v for k, v in rename.items() if k in signature.parameters}
 
 
 def numpy_names(fn: _F) -> _F:
@@ -200,10 +230,14 @@ def _first_argument_check(op: str, first: str) -> Callable[[Any], None]:
     return check
 
 
-def _forwarding(op: str, signature: inspect.Signature, aliases: bool) -> tuple[str, str, str]:
+def _forwarding(
+    op: str, signature: inspect.Signature, aliases: bool, rename: dict[str, str] | None = None
+) -> tuple[str, str, str]:
     """``(parameter list, argument list, prologue)`` of a wrapper with ``signature`` that passes
     every argument on as it came; with ``aliases``, it also takes numpy's names for ``dim`` and
-    ``keepdim`` (keyword-only, unset by default), which the prologue moves to torch's.
+    ``keepdim`` (keyword-only, unset by default), which the prologue moves to torch's. The
+    wrapper names a positional parameter of ``rename`` by torch's name instead (its callers'
+    keyword), and passes it on by position.
 
     ``dim`` and ``keepdim`` are unset by default too, so that giving both spellings is an
     error even when the value given is the default; the prologue fills in the default, or
@@ -231,8 +265,9 @@ def _forwarding(op: str, signature: inspect.Signature, aliases: bool) -> tuple[s
             required = p.default is p.empty
             unset = p.name in renamed or (required and not keyword and bool(prologue))
             default = "=_unset" if unset else "" if required else f"=_default_{p.name}"
-            params.append(p.name + default)
-            args.append(f"{p.name}={p.name}" if keyword else p.name)
+            name = p.name if keyword or rename is None else rename.get(p.name, p.name)
+            params.append(name + default)
+            args.append(f"{p.name}={p.name}" if keyword else name)
             if p.name in renamed:
                 alias = renamed[p.name]
                 prologue.append(
@@ -243,13 +278,13 @@ def _forwarding(op: str, signature: inspect.Signature, aliases: bool) -> tuple[s
                     f"    elif {p.name} is _unset:\n"
                 )
             elif unset:
-                prologue.append(f"    if {p.name} is _unset:\n")
+                prologue.append(f"    if {name} is _unset:\n")
             if unset:
                 prologue.append(
-                    f"        {p.name} = _default_{p.name}\n"
+                    f"        {name} = _default_{p.name}\n"
                     if not required
                     else f'        raise TypeError("{op}() missing 1 required positional '
-                    f"argument: '{p.name}'\")\n"
+                    f"argument: '{name}'\")\n"
                 )
     for alias in renamed.values():
         if not star:

@@ -1,4 +1,4 @@
-"""Products beyond ``matmul``: bmm, mv, baddbmm and einsum (numpy's einsum both ways)."""
+"""Products beyond ``matmul``: bmm, mv, dot, baddbmm and einsum (numpy's einsum both ways)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from .._dtype import is_reduced_float
 from ..amp._state import state as _autocast
-from ..amp._state import to_lower
+from ..amp._state import to_lower, without_autocast
 from ._base import Node, Tensor, edge, needs_grad, not_a_tensor, record, sum_to, wrap
 from .arith import broadcast_error, matmul
 
-__all__ = ["baddbmm", "bmm", "einsum", "mv"]
+__all__ = ["baddbmm", "bmm", "dot", "einsum", "mv"]
 
 
 def _check_bmm(a: Tensor, b: Tensor, op: str) -> None:
@@ -46,7 +47,22 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
         raise RuntimeError(
             f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec ({sv[0]})"
         )
-    return matmul(a, v)
+    return without_autocast(matmul, a, v)  # not on torch's autocast lists: inputs' dtype
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors; CPU autocast leaves it in its inputs' dtype."""
+    return without_autocast(matmul, a, b)
+
+
+def _einsum(spec: str, *arrays: np.ndarray, optimize: bool = False) -> np.ndarray:
+    """numpy's einsum; float16/bfloat16 operands are multiplied and summed in float32 and the
+    result rounded back once, as torch's (numpy has no bfloat16 einsum)."""
+    dtype = np.result_type(*arrays)
+    if not is_reduced_float(dtype):
+        return np.asarray(np.einsum(spec, *arrays, optimize=optimize))
+    wide = [a.astype(np.float32) for a in arrays]
+    return np.asarray(np.einsum(spec, *wide, optimize=optimize)).astype(dtype)
 
 
 class BaddbmmBackward0(Node):
@@ -163,7 +179,7 @@ class EinsumBackward(Node):
         reached = "".join(c for c in unique if c in known)
         operands = [g] + [a for _, a in others]
         spec = ",".join([self._out] + [s for s, _ in others]) + "->" + reached
-        part = np.einsum(spec, *operands)
+        part = _einsum(spec, *operands)
         full_shape = tuple(sizes[c] for c in unique)
         part = np.expand_dims(part, [k for k, c in enumerate(unique) if c not in known])
         part = np.broadcast_to(part, full_shape)
@@ -185,11 +201,13 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     for t in operands:
         if not isinstance(t, Tensor):
             raise not_a_tensor("einsum", "operands", t)
+    if _autocast.lower is not None:  # torch's CPU autocast: lower precision (its bmm)
+        operands = to_lower(*operands)
     arrays = [t._data for t in operands]
     subs, out_sub = _parse(equation, [a.shape for a in arrays])
     spec = ",".join(subs) + "->" + out_sub
     try:
-        out = np.asarray(np.einsum(spec, *arrays, optimize=len(arrays) > 2))
+        out = _einsum(spec, *arrays, optimize=len(arrays) > 2)
     except ValueError as error:
         raise RuntimeError(f"einsum(): {error}") from None
     if needs_grad(*operands):

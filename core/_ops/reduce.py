@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtype import is_floating
+from .._dtype import is_floating, opmath, opsum
 from ..amp._state import state as _autocast
 from ..amp._state import to_float32
 from ._base import Node, Tensor, edge, needs_grad, record, wrap
@@ -122,7 +122,10 @@ def _reduction(
 def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     d = x._data
     dims = normalize_dims(dim, d.ndim, reduce=True)
-    out = np.sum(d, axis=dims, keepdims=keepdim, dtype=dtype)
+    if dtype is None and d.dtype.itemsize == 2:  # float16/bfloat16: accumulated in float32
+        out = opsum(d, dims, keepdim)
+    else:
+        out = np.sum(d, axis=dims, keepdims=keepdim, dtype=dtype)
     if d.dtype.kind in "biu" and dtype is None:
         out = out.astype(np.int64)
     out = np.asarray(out)
@@ -140,7 +143,10 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
             f"or complex dtype. Got: {d.dtype}"
         )
     dims = normalize_dims(dim, d.ndim, reduce=True)
-    out = np.asarray(np.mean(d, axis=dims, keepdims=keepdim, dtype=dtype))
+    if dtype is None and is_floating(d.dtype) and d.dtype.itemsize == 2:
+        out = np.mean(d, axis=dims, keepdims=keepdim, dtype=np.float32).astype(d.dtype)
+    else:
+        out = np.asarray(np.mean(d, axis=dims, keepdims=keepdim, dtype=dtype))
     if needs_grad(x):
         count = int(np.prod([d.shape[i] for i in dims])) if d.ndim else 1
         node = (MeanBackward0 if dim is None and not keepdim else MeanBackward1)((edge(x),))
@@ -608,8 +614,9 @@ class SoftmaxBackward0(Node):
     out: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        y = self.out
-        return (y * (g - np.sum(g * y, axis=self._dim, keepdims=True)),)
+        y, gw = opmath(self.out), opmath(g)
+        gx = y * (gw - np.sum(gw * y, axis=self._dim, keepdims=True))
+        return (gx.astype(g.dtype, copy=False),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         g = only(grads)
@@ -624,7 +631,9 @@ class LogSoftmaxBackward0(Node):
     out: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return (g - np.exp(self.out) * np.sum(g, axis=self._dim, keepdims=True),)
+        gw = opmath(g)
+        gx = gw - np.exp(opmath(self.out)) * np.sum(gw, axis=self._dim, keepdims=True)
+        return (gx.astype(g.dtype, copy=False),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         g = only(grads)
@@ -645,8 +654,8 @@ def _shifted(d: np.ndarray, axis: int) -> np.ndarray:
 def softmax(x: Tensor, dim: int) -> Tensor:
     d = x._data
     (axis,) = normalize_dims(dim, d.ndim)
-    e = np.exp(_shifted(d, axis))
-    out = e / np.sum(e, axis=axis, keepdims=True)
+    e = np.exp(_shifted(opmath(d), axis))  # float16/bfloat16: in float32, rounded once
+    out = (e / np.sum(e, axis=axis, keepdims=True)).astype(d.dtype, copy=False)
     if needs_grad(x):
         node = SoftmaxBackward0((edge(x),))
         node._dim, node.out = axis, out
@@ -657,8 +666,8 @@ def softmax(x: Tensor, dim: int) -> Tensor:
 def log_softmax(x: Tensor, dim: int) -> Tensor:
     d = x._data
     (axis,) = normalize_dims(dim, d.ndim)
-    z = _shifted(d, axis)
-    out = z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+    z = _shifted(opmath(d), axis)  # float16/bfloat16: in float32, rounded once
+    out = (z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))).astype(d.dtype, copy=False)
     if needs_grad(x):
         node = LogSoftmaxBackward0((edge(x),))
         node._dim, node.out = axis, out

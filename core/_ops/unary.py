@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtype import float32
+from .._dtype import float32, opmath
 from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
 from ._graph import only as _only
 from ._graph import saved_input, saved_output, select_grad, sign_of, sum_to_tensor
@@ -153,8 +153,8 @@ class SigmoidBackward0(_SavesOutput):
     __slots__ = ()
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        out = self.out
-        return (g * out * (1 - out),)
+        out = opmath(self.out)
+        return ((opmath(g) * out * (1 - out)).astype(g.dtype, copy=False),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         out = saved_output(self, self.out)
@@ -181,7 +181,7 @@ class LeakyReluBackward0(_SavesInput):
     _slope: float
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        return (np.where(self.x > 0, g, g * self._slope),)
+        return (np.where(self.x > 0, g, opmath(g) * self._slope).astype(g.dtype, copy=False),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         anchor = saved_input(self, 0, self.x)
@@ -195,16 +195,17 @@ class GeluBackward0(_SavesInput):
     _approximate: str
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        x = self.x
+        x = opmath(self.x)
         if self._approximate == "tanh":
             k = math.sqrt(2.0 / math.pi)
             inner = k * (x + 0.044715 * x**3)
             t = np.tanh(inner)
             d_inner = k * (1 + 3 * 0.044715 * x * x)
-            return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
-        cdf = 0.5 * (1 + _erf(x / math.sqrt(2.0)))
-        pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
-        return (g * (cdf + x * pdf),)
+            slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner
+        else:
+            cdf = 0.5 * (1 + _erf(x / math.sqrt(2.0)))
+            slope = cdf + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+        return ((opmath(g) * slope).astype(g.dtype, copy=False),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         x = saved_input(self, 0, self.x)
@@ -406,9 +407,10 @@ def tanh(x: Tensor) -> Tensor:
 
 def sigmoid(x: Tensor) -> Tensor:
     d = x._data
+    w = opmath(d)
     # Split by sign so exp never overflows.
-    e = np.exp(-np.abs(d))
-    out = np.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
+    e = np.exp(-np.abs(w))
+    out = np.where(w >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
     return _unary(x, out, SigmoidBackward0, "out")
 
 
@@ -418,7 +420,8 @@ def relu(x: Tensor) -> Tensor:
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
     d = x._data
-    out = np.where(d > 0, d, d * negative_slope)
+    w = opmath(d)  # float16/bfloat16: in float32, rounded once
+    out = np.where(w > 0, w, w * negative_slope).astype(d.dtype, copy=False)
     if needs_grad(x):
         node = LeakyReluBackward0((edge(x),))
         node.x = d
@@ -433,11 +436,12 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     d = x._data
+    w = opmath(d)
     if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
-        out = 0.5 * d * (1 + np.tanh(k * (d + 0.044715 * d**3)))
+        out = 0.5 * w * (1 + np.tanh(k * (w + 0.044715 * w**3)))
     else:
-        out = 0.5 * d * (1 + _erf(d / math.sqrt(2.0)))
+        out = 0.5 * w * (1 + _erf(w / math.sqrt(2.0)))
     out = out.astype(d.dtype, copy=False)
     if needs_grad(x):
         node = GeluBackward0((edge(x),))

@@ -4,29 +4,20 @@ GradScaler, still in many training scripts. Each warns torch's FutureWarning, th
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
+from ._deprecated import warn_deprecated
 from .autocast_mode import autocast as _autocast
 from .grad_scaler import GradScaler as _GradScaler
 
 __all__ = ["GradScaler", "autocast"]
 
 
-def _deprecated(name: str) -> None:
-    warnings.warn(
-        f"`torch.cuda.amp.{name}(args...)` is deprecated. Please use "
-        f"`torch.amp.{name}('cuda', args...)` instead.",
-        FutureWarning,
-        stacklevel=3,
-    )
-
-
 class autocast(_autocast):
     """``torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)``."""
 
     def __init__(self, enabled: bool = True, dtype: Any = None, cache_enabled: bool = True) -> None:
-        _deprecated("autocast")
+        warn_deprecated("cuda", "autocast")
         super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
 
@@ -41,7 +32,7 @@ class GradScaler(_GradScaler):
         growth_interval: int = 2000,
         enabled: bool = True,
     ) -> None:
-        _deprecated("GradScaler")
+        warn_deprecated("cuda", "GradScaler")
         super().__init__(
             "cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled
         )

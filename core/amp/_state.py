@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["clear_cache", "state", "to_float32", "to_lower"]
+__all__ = ["clear_cache", "state", "to_float32", "to_lower", "without_autocast"]
 
 
 class _AutocastState(threading.local):
@@ -62,6 +62,19 @@ def to_lower(*tensors: Any) -> tuple[Any, ...]:
 def to_float32(*tensors: Any) -> tuple[Any, ...]:
     """``tensors`` with each floating non-float64 one cast to float32 (torch's fp32 list)."""
     return tuple(_cast(t, _FLOAT32) for t in tensors)
+
+
+def without_autocast(op: Any, *args: Any) -> Any:
+    """``op(*args)`` with CPU autocast off: for ops torch leaves off its lists that hookgrad
+    computes through a listed one (``mv`` and ``dot`` through ``matmul``)."""
+    lower = state.lower
+    if lower is None:
+        return op(*args)
+    state.lower = None
+    try:
+        return op(*args)
+    finally:
+        state.lower = lower
 
 
 def clear_cache() -> None:

@@ -36,21 +36,44 @@ __all__ = [
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _CPU_DTYPES = ("bfloat16", "float16")
+# torch's device types, in the order its device-string parser names them, and those of them
+# torch has an autocast for (only "cpu" computes here; "cuda" disables itself, the others
+# change nothing on a machine without them).
+_DEVICE_TYPES = (
+    "cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga",
+    "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone",
+)  # fmt: skip
+_WITH_AUTOCAST = ("cpu", "cuda", "ipu", "xpu", "maia", "xla", "mps", "hpu", "mtia", "privateuseone")
+
+
+def _device_type(device: str) -> str:
+    """The type of a device string (``"cuda:0"`` -> ``"cuda"``), refused as torch's parser
+    refuses an unknown one."""
+    kind = device.split(":", 1)[0]
+    if kind not in _DEVICE_TYPES:
+        raise RuntimeError(
+            f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start of device "
+            f"string: {device}"
+        )
+    return kind
 
 
 def is_autocast_available(device_type: str) -> bool:
-    """Whether torch has autocast for ``device_type`` (CUDA's then disables itself here)."""
-    return device_type in ("cpu", "cuda")
+    """Whether torch has an autocast for ``device_type`` (CUDA's then disables itself here)."""
+    return _device_type(device_type) in _WITH_AUTOCAST
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """``torch.is_autocast_enabled(device_type)``; without an argument, CUDA's: always False."""
-    return device_type == "cpu" and state.enabled
+    return device_type is not None and _device_type(device_type) == "cpu" and state.enabled
 
 
 def get_autocast_dtype(device_type: str) -> np.dtype[Any]:
     """The dtype an autocast on ``device_type`` computes in: torch's defaults until set."""
-    if device_type != "cpu":
+    kind = _device_type(device_type)
+    if kind not in _WITH_AUTOCAST:
+        raise RuntimeError("unsupported scalarType")
+    if kind != "cpu":
         return np.dtype(np.float16)
     dtype = resolve_dtype("bfloat16") if state.dtype is None else state.dtype
     assert dtype is not None
@@ -80,9 +103,12 @@ class autocast:
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device = device_type
-        self.fast_dtype: np.dtype[Any] | None = None
-        if device_type == "cpu":
-            self.fast_dtype = get_autocast_dtype("cpu") if dtype is None else resolve_dtype(dtype)
+        # a dtype is a dtype: torch's names ("bfloat16") are not
+        self.fast_dtype: Any = get_autocast_dtype(device_type) if dtype is None else dtype
+        if not is_autocast_available(device_type):
+            raise RuntimeError(
+                f"User specified an unsupported autocast device_type '{device_type}'"
+            )
         self._cache_enabled = (
             is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
         )
@@ -98,10 +124,8 @@ class autocast:
             )
             return False
         if device_type != "cpu":
-            raise RuntimeError(
-                f"User specified an unsupported autocast device_type '{device_type}'"
-            )
-        if getattr(self.fast_dtype, "name", None) not in _CPU_DTYPES:
+            return False  # a device this machine does not have: nothing to compute on
+        if not isinstance(self.fast_dtype, np.dtype) or self.fast_dtype.name not in _CPU_DTYPES:
             warnings.warn(
                 "In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
                 "CPU Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.",
@@ -111,11 +135,18 @@ class autocast:
             return False
         return True
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> autocast:
         state.nesting += 1
         if self.device == "cpu":
+            if not isinstance(self.fast_dtype, np.dtype):
+                state.nesting -= 1
+                raise TypeError(
+                    "set_autocast_dtype(): argument 'dtype' (position 2) must be torch.dtype, "
+                    f"not {type(self.fast_dtype).__name__}"
+                )
             self._previous.append((state.enabled, state.dtype, state.cache_enabled))
             _set_cpu(self._enabled, self.fast_dtype, self._cache_enabled)
+        return self
 
     def __exit__(self, *exc: object) -> None:
         state.nesting -= 1

@@ -343,17 +343,51 @@ def test_autocast_state_is_per_thread() -> None:
     assert seen == [(hookgrad.float32, False)]
 
 
-def test_documented_differences_from_torch() -> None:
-    """What differs (docs/dtypes-and-printing.md): mv and dot compute in bfloat16 (torch keeps
-    float32), einsum in its inputs' dtype (torch: bfloat16), layer_norm refuses bfloat16."""
-    m, v = hookgrad.ones(3, 2), hookgrad.ones(2)
-    with hookgrad.autocast("cpu"):
-        assert hookgrad.mv(m, v).dtype == hookgrad.bfloat16
-        assert v.dot(v).dtype == hookgrad.bfloat16
-        assert hookgrad.einsum("ij,j->i", m, v).dtype == hookgrad.float32
-        with pytest.raises(TypeError):
-            hookgrad.nn.functional.layer_norm(hookgrad.nn.functional.linear(m, m), (3,))
-    with torch.autocast("cpu"):
-        t = torch.ones(3, 2)
-        assert torch.mv(t, torch.ones(2)).dtype == torch.float32
-        assert torch.einsum("ij,j->i", t, torch.ones(2)).dtype == torch.bfloat16
+@pytest.mark.parametrize(
+    ("name", "op", "arrays"),
+    [
+        ("mv", lambda L, m, v: L.mv(m, v), [_r(3, 4), _r(4)]),
+        ("Tensor.mv", lambda L, m, v: m.mv(v), [_r(3, 4), _r(4)]),
+        ("Tensor.dot", lambda L, u, v: u.dot(v), [_r(4), _r(4)]),
+        ("matmul of vectors", lambda L, u, v: L.matmul(u, v), [_r(4), _r(4)]),
+        ("matrix @ vector", lambda L, m, v: m @ v, [_r(3, 4), _r(4)]),
+        ("einsum", lambda L, a, b: L.einsum("bij,kj->bik", a, b), [_r(2, 3, 4), _r(5, 4)]),
+        (
+            "einsum of three",
+            lambda L, a, b, c: L.einsum("ij,jk,k->i", a, b, c),
+            [_r(3, 4), _r(4, 5), _r(5)],
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_products_off_and_on_the_lists_as_torch(
+    name: str, op: Callable[..., Any], arrays: list[np.ndarray]
+) -> None:
+    """mv and dot stay float32 under CPU autocast (off torch's lists) while matmul, @ and einsum
+    (torch's einsum runs its bmm) compute in bfloat16: torch's dtypes, values and float32
+    input gradients."""
+    results = []
+    for lib in (hookgrad, torch):
+        leaves = [lib.tensor(a, requires_grad=True) for a in arrays]
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            out = op(lib, *leaves)
+        out.float().sum().backward()
+        results.append((out, [t.grad for t in leaves]))
+    (got, got_grads), (expected, expected_grads) = results
+    _check_same(got, expected, _RTOL.get(_name(expected.dtype), 1e-5))
+    for g, e in zip(got_grads, expected_grads):
+        _check_same(g, e, _RTOL["bfloat16"])
+
+
+def test_einsum_takes_bfloat16_operands() -> None:
+    """einsum on bfloat16 tensors (outside autocast) returns bfloat16 with torch's values,
+    and bfloat16 gradients."""
+    arrays = [_r(2, 3, 4), _r(2, 4, 5)]
+    results = []
+    for lib in (hookgrad, torch):
+        leaves = [lib.tensor(a).to(lib.bfloat16).requires_grad_() for a in arrays]
+        out = lib.einsum("bij,bjk->bik", *leaves)
+        out.float().pow(2).sum().backward()
+        results.append([out] + [t.grad for t in leaves])
+    for got, expected in zip(*results):
+        _check_same(got, expected, _RTOL["bfloat16"])

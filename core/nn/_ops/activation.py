@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._dtype import is_floating, opmath
 from ..._ops import reduce as _reduce
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 from ..._ops.inplace import apply_inplace
@@ -52,7 +53,7 @@ __all__ = [
 
 def _float_only(x: np.ndarray, kernel: str) -> None:
     """torch's refusal of integer input to the transcendental activations."""
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         name = {"i": "Long", "u": "Byte", "b": "Bool"}.get(x.dtype.kind, str(x.dtype))
         if x.dtype == np.int32:
             name = "Int"
@@ -99,14 +100,16 @@ class SiluBackward0(Node):
     x: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        s = _sigmoid(self.x)
-        return (g * (s * (1 + self.x * (1 - s))),)
+        x = opmath(self.x)  # float16/bfloat16: in float32, rounded once
+        s = _sigmoid(x)
+        return ((opmath(g) * (s * (1 + x * (1 - s)))).astype(g.dtype, copy=False),)
 
 
 def _silu(input: Tensor) -> Tensor:
     x = input._data
     _float_only(x, "silu")
-    return _record(input, x * _sigmoid(x), SiluBackward0, x=x)
+    w = opmath(x)  # float16/bfloat16: in float32, rounded once
+    return _record(input, (w * _sigmoid(w)).astype(x.dtype, copy=False), SiluBackward0, x=x)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -122,15 +125,18 @@ class MishBackward0(Node):
     x: np.ndarray
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        x = self.x
+        x = opmath(self.x)  # float16/bfloat16: in float32, rounded once
         t = np.tanh(_softplus(x))
-        return (g * (t + x * _sigmoid(x) * (1 - t * t)),)
+        return ((opmath(g) * (t + x * _sigmoid(x) * (1 - t * t))).astype(g.dtype, copy=False),)
 
 
 def _mish(input: Tensor) -> Tensor:
     x = input._data
     _float_only(x, "mish")
-    return _record(input, x * np.tanh(_softplus(x)), MishBackward0, x=x)
+    w = opmath(x)  # float16/bfloat16: in float32, rounded once
+    return _record(
+        input, (w * np.tanh(_softplus(w))).astype(x.dtype, copy=False), MishBackward0, x=x
+    )
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:

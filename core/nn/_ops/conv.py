@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..._dtype import c_type_name, scalar_type_name
+from ..._dtype import c_type_name, opsum, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 from ...amp._state import state as _autocast
 from ...amp._state import to_lower
@@ -59,7 +59,7 @@ class ConvolutionBackward0(Node):
         g4 = g.reshape(n, groups, o // groups, out_hw[0] * out_hw[1])
         gx = gw = gb = None
         if eb is not None:
-            gb = g4.sum(axis=(0, 3)).reshape(o)
+            gb = opsum(g4, (0, 3)).reshape(o)
         if ew is not None:
             gw = _weight_grad(g4, self.cols, self.weight.shape)
         if ex is not None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._dtype import c_type_name, scalar_type_name
+from ..._dtype import c_type_name, opsum, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 from ...amp._state import state as _autocast
 from ...amp._state import to_lower
@@ -37,7 +37,7 @@ class ConvolutionBackward0(Node):
         shape, kernel, padding, stride, dilation, groups = self._geometry
         gx = gw = gb = None
         if eb is not None:
-            gb = g.sum(axis=(0, 2, 3))
+            gb = opsum(g, (0, 2, 3))
         cols = _output_columns(g, shape[2:], kernel, padding, stride, dilation, groups)
         if ew is not None:
             gw = _weight_grad(self.x, cols, self.weight.shape)

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..._dtype import c_type_name, scalar_type_name
+from ..._dtype import c_type_name, opsum, scalar_type_name
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 from ..._ops._graph import only, saved_input
 from ...amp._state import state as _autocast
@@ -74,7 +74,9 @@ class AddmmBackward0(_LinearBackward):
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
         eb, ex, ew = self._next
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
-        gb = g2.sum(0) if eb is not None else None
+        gb = None
+        if eb is not None:  # float16/bfloat16 bias gradients accumulate in float32
+            gb = g2.sum(0) if g2.dtype.itemsize > 2 else opsum(g2, 0)
         gx = (g2 @ self.weight).reshape(self._in_shape) if ex is not None else None
         gw = g2.T @ self.x if ew is not None else None
         return (gb, gx, gw)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from ... import __future__ as _future
-from ..._dtype import float16, float32, float64
+from ..._dtype import can_require_grad, float16, float32, float64, resolve_dtype
 from ..._grad_mode import no_grad
 from ..._tensor import Tensor
 from ...utils.hooks import HookDict, RemovableHandle
@@ -509,7 +509,7 @@ class Module(ModuleHooksMixin, StateDictHooksMixin):
         dtype = parse_to(args, kwargs)
         if dtype is None:
             return self
-        if dtype.kind not in "fc":
+        if not can_require_grad(dtype):  # floating (bfloat16 too) or complex
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, but got desired "
                 f"dtype=hookgrad.{dtype}"
@@ -524,6 +524,9 @@ class Module(ModuleHooksMixin, StateDictHooksMixin):
 
     def half(self: _M) -> _M:
         return self._cast_floating(float16)
+
+    def bfloat16(self: _M) -> _M:
+        return self._cast_floating(resolve_dtype("bfloat16"))
 
     def cpu(self: _M) -> _M:
         return self
