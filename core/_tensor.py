@@ -108,15 +108,24 @@ class Tensor:
     # numpy must defer to Tensor's reflected operators (np.float32(2) * t -> t.__rmul__).
     __array_ufunc__ = None
 
-    def __init__(self, data: Any = (), *, requires_grad: bool = False) -> None:
-        from ._creation import _to_array
+    def __init__(self, *args: Any, requires_grad: bool = False, device: Any = None) -> None:
+        """``torch.Tensor(...)``, the legacy constructor: ``Tensor(2, 3)`` or ``Tensor(size)``
+        is a tensor of that shape, ``Tensor([1, 2])`` one of those values, both in the default
+        dtype (float32); ``Tensor(t)`` shares ``t``'s data. Ops build tensors with ``_wrap``."""
+        from ._creation import _cpu_only
+        from ._dtype import get_default_dtype
+        from ._tensor_types import legacy_array
 
-        self._data = _to_array(data, None, copy=True)
+        _cpu_only(device)
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            self._data, self._vbox = args[0]._data, args[0]._vbox
+        else:
+            self._data = legacy_array(args, get_default_dtype(), "Tensor")
+            self._vbox = [0]
         self._grad = None
         self._requires_grad = False
         self.grad_fn = None
         self._output_nr = 0
-        self._vbox = [0]
         self._base = None
         self._acc = None
         self._hooks = None
