@@ -179,6 +179,10 @@ class Tensor:
         """Always False: hookgrad tensors are dense (strided), as torch's default."""
         return False
 
+    # The layout and device probes of torch (``is_xpu``, ``is_mps``, ...): False on a CPU
+    # tensor, as torch's answer for a dense CPU tensor (DCGAN's forward asks ``is_xpu``).
+    is_xpu = is_mps = is_meta = is_quantized = is_mkldnn = is_nested = is_sparse_csr = is_cuda
+
     def is_floating_point(self) -> bool:
         return _dtype.is_floating(self._data.dtype)
 

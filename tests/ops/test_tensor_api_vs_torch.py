@@ -154,6 +154,16 @@ def test_tensor_constructor_shares_a_tensors_data_and_refuses_a_number() -> None
             lib.Tensor(2.5)
 
 
+def test_device_and_layout_probes_answer_as_for_a_cpu_tensor() -> None:
+    """``is_xpu``, ``is_mps``, ``is_meta``, ... are False on a dense CPU tensor, as torch's
+    (DCGAN's forward asks ``input.is_cuda or input.is_xpu``)."""
+    probes = ["is_cuda", "is_xpu", "is_mps", "is_meta", "is_quantized", "is_mkldnn",
+              "is_nested", "is_sparse", "is_sparse_csr"]  # fmt: skip
+    for lib in (hookgrad, torch):
+        x = lib.ones(2)
+        assert [getattr(x, name) for name in probes] == [False] * len(probes)
+
+
 # ---------------------------------------------------------------------------- new*
 NEW = {
     "new_zeros": lambda L, x: x.new_zeros(2, 3),
