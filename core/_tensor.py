@@ -801,6 +801,9 @@ class Tensor:
     def expand_as(self, other: Tensor) -> Tensor:
         return _shape.expand(self, other._data.shape)
 
+    def broadcast_to(self, size: Any) -> Tensor:
+        return _shape.expand(self, size)
+
     def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
         return _shape.split(self, split_size_or_sections, dim)
 
@@ -1104,7 +1107,9 @@ def _as_tensor_like(value: Any, like: Tensor) -> Tensor:
 from . import _read_only  # noqa: E402
 from ._ops import arith as _arith  # noqa: E402
 from ._ops import compare as _compare  # noqa: E402
+from ._ops import composite as _composite  # noqa: E402
 from ._ops import cumulative as _cumulative  # noqa: E402
+from ._ops import elementwise as _elementwise  # noqa: E402
 from ._ops import index as _index  # noqa: E402
 from ._ops import inplace as _inplace  # noqa: E402
 from ._ops import pointwise as _pointwise  # noqa: E402
@@ -1117,9 +1122,32 @@ from ._ops import sorting as _sorting  # noqa: E402
 from ._ops import unary as _unary  # noqa: E402
 from ._ops._base import numpy_names as _numpy_names  # noqa: E402
 
+
+def _method_and_inplace(name: str, op: Callable[..., Tensor]) -> None:
+    """``Tensor.name`` calls ``op``; ``Tensor.name_`` writes its result in place."""
+
+    def inplace(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return _inplace.functional_(self, lambda s: op(s, *args, **kwargs), *args)
+
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    setattr(Tensor, name, op)
+    setattr(Tensor, name + "_", inplace)
+
+
+# The table-driven elementwise ops (floor, log1p, erf, atan2, logical_and, ...) and reciprocal.
+for _name, _op in {
+    **_elementwise.UNARY, **_elementwise.BINARY, **_elementwise.LOGICAL,
+    "reciprocal": _unary.reciprocal,
+}.items():  # fmt: skip
+    _method_and_inplace(_name, _op)
+Tensor.isclose = _elementwise.isclose  # type: ignore[attr-defined]
+for _name, _op in _composite.COMPOSITE.items():
+    setattr(Tensor, _name, _op)
+
 # torch's argument parser takes numpy's ``axis``/``keepdims`` for ``dim``/``keepdim`` in every
-# method that has them, except those torch writes in Python (``split``, ``norm``).
+# method that has them, except those torch writes in Python (``split``, ``norm``, ``unflatten``).
+_PYTHON_IN_TORCH = {"split", "norm", "unflatten"}
 for _name, _method in tuple(vars(Tensor).items()):
-    if isfunction(_method) and not _name.startswith("_") and _name not in {"split", "norm"}:
+    if isfunction(_method) and not _name.startswith("_") and _name not in _PYTHON_IN_TORCH:
         setattr(Tensor, _name, _numpy_names(_method))
 del _name, _method
