@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from . import _C as _C
 from . import __future__ as __future__
 from . import (
+    accelerator,
     amp,
     autograd,
     backends,
@@ -413,6 +414,7 @@ __all__ = [
     "broadcast_tensors",
     "broadcast_to",
     "distributions",
+    "accelerator",
 ]
 
 # -- elementwise math and composite shape ops the external real programs needed (#16) ---------
