@@ -77,7 +77,7 @@ def main(torch):
     opt = parser.parse_args(
         [
             "--n_epochs",
-            "2",
+            "1",
             "--batch_size",
             "8",
             "--latent_dim",
