@@ -107,15 +107,24 @@ class Tensor:
     # numpy must defer to Tensor's reflected operators (np.float32(2) * t -> t.__rmul__).
     __array_ufunc__ = None
 
-    def __init__(self, data: Any = (), *, requires_grad: bool = False) -> None:
-        from ._creation import _to_array
+    def __init__(self, *args: Any, requires_grad: bool = False, device: Any = None) -> None:
+        """``torch.Tensor(...)``, the legacy constructor: ``Tensor(2, 3)`` or ``Tensor(size)``
+        is a tensor of that shape, ``Tensor([1, 2])`` one of those values, both in the default
+        dtype (float32); ``Tensor(t)`` shares ``t``'s data. Ops build tensors with ``_wrap``."""
+        from ._creation import _cpu_only
+        from ._dtype import get_default_dtype
+        from ._tensor_types import legacy_array
 
-        self._data = _to_array(data, None, copy=True)
+        _cpu_only(device)
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            self._data, self._vbox = args[0]._data, args[0]._vbox
+        else:
+            self._data = legacy_array(args, get_default_dtype(), "Tensor")
+            self._vbox = [0]
         self._grad = None
         self._requires_grad = False
         self._grad_fn = None
         self._output_nr = 0
-        self._vbox = [0]
         self._base = None
         self._acc = None
         self._hooks = None
@@ -168,6 +177,10 @@ class Tensor:
     def is_sparse(self) -> bool:
         """Always False: hookgrad tensors are dense (strided), as torch's default."""
         return False
+
+    # The layout and device probes of torch (``is_xpu``, ``is_mps``, ...): False on a CPU
+    # tensor, as torch's answer for a dense CPU tensor (DCGAN's forward asks ``is_xpu``).
+    is_xpu = is_mps = is_meta = is_quantized = is_mkldnn = is_nested = is_sparse_csr = is_cuda
 
     def is_floating_point(self) -> bool:
         return _dtype.is_floating(self._data.dtype)
@@ -803,6 +816,9 @@ class Tensor:
     def expand_as(self, other: Tensor) -> Tensor:
         return _shape.expand(self, other._data.shape)
 
+    def broadcast_to(self, size: Any) -> Tensor:
+        return _shape.expand(self, size)
+
     def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
         return _shape.split(self, split_size_or_sections, dim)
 
@@ -1112,7 +1128,9 @@ def _as_tensor_like(value: Any, like: Tensor) -> Tensor:
 from . import _read_only  # noqa: E402
 from ._ops import arith as _arith  # noqa: E402
 from ._ops import compare as _compare  # noqa: E402
+from ._ops import composite as _composite  # noqa: E402
 from ._ops import cumulative as _cumulative  # noqa: E402
+from ._ops import elementwise as _elementwise  # noqa: E402
 from ._ops import index as _index  # noqa: E402
 from ._ops import inplace as _inplace  # noqa: E402
 from ._ops import pointwise as _pointwise  # noqa: E402
@@ -1129,9 +1147,32 @@ from .autograd._view import PLAIN as _PLAIN  # noqa: E402
 from .autograd._view import current_grad_fn as _current_grad_fn  # noqa: E402
 from .autograd._view import make_view as _make_view  # noqa: E402
 
+
+def _method_and_inplace(name: str, op: Callable[..., Tensor]) -> None:
+    """``Tensor.name`` calls ``op``; ``Tensor.name_`` writes its result in place."""
+
+    def inplace(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return _inplace.functional_(self, lambda s: op(s, *args, **kwargs), *args)
+
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    setattr(Tensor, name, op)
+    setattr(Tensor, name + "_", inplace)
+
+
+# The table-driven elementwise ops (floor, log1p, erf, atan2, logical_and, ...) and reciprocal.
+for _name, _op in {
+    **_elementwise.UNARY, **_elementwise.BINARY, **_elementwise.LOGICAL,
+    "reciprocal": _unary.reciprocal,
+}.items():  # fmt: skip
+    _method_and_inplace(_name, _op)
+Tensor.isclose = _elementwise.isclose  # type: ignore[attr-defined]
+for _name, _op in _composite.COMPOSITE.items():
+    setattr(Tensor, _name, _op)
+
 # torch's argument parser takes numpy's ``axis``/``keepdims`` for ``dim``/``keepdim`` in every
-# method that has them, except those torch writes in Python (``split``, ``norm``).
+# method that has them, except those torch writes in Python (``split``, ``norm``, ``unflatten``).
+_PYTHON_IN_TORCH = {"split", "norm", "unflatten"}
 for _name, _method in tuple(vars(Tensor).items()):
-    if isfunction(_method) and not _name.startswith("_") and _name not in {"split", "norm"}:
+    if isfunction(_method) and not _name.startswith("_") and _name not in _PYTHON_IN_TORCH:
         setattr(Tensor, _name, _numpy_names(_method))
 del _name, _method

@@ -46,7 +46,7 @@ class _TensorType(type):
         return isinstance(obj, Tensor) and obj._data.dtype == cls._dtype
 
     def __call__(cls, *args: Any, device: Any = None) -> Tensor:
-        from ._creation import _cpu_only, _shape, tensor
+        from ._creation import _cpu_only
 
         _cpu_only(device)
         if len(args) == 1 and isinstance(args[0], Tensor):
@@ -56,11 +56,25 @@ class _TensorType(type):
                     f"expected {type_name(cls._dtype)} (got {type_name(source._data.dtype)})"
                 )
             return source
-        if not args or all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            return _wrap(np.zeros(_shape(args or (0,), cls.__name__), dtype=cls._dtype))
-        if len(args) == 1:
-            return tensor(args[0], dtype=cls._dtype)
-        raise TypeError(f"{cls.__name__}() received an invalid combination of arguments")
+        return _wrap(legacy_array(args, cls._dtype, cls.__name__))
+
+
+def legacy_array(args: tuple[Any, ...], dtype: np.dtype[Any], caller: str) -> np.ndarray:
+    """The array a legacy constructor (``torch.Tensor``, ``FloatTensor``) builds from its
+    positional arguments: sizes (ints or one ``Size``) give zeros of that shape (torch leaves
+    them uninitialised), one sequence or array gives its values in ``dtype``."""
+    from ._creation import _shape, _to_array
+    from ._size import Size
+
+    if len(args) == 1 and isinstance(args[0], Size):  # Size([]) is the 0-dim shape
+        return np.zeros(_shape(tuple(args[0]), caller), dtype=dtype)
+    if not args or all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return np.zeros(_shape(args or (0,), caller), dtype=dtype)
+    if len(args) == 1:
+        if isinstance(args[0], int | float | bool):
+            raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+        return _to_array(args[0], dtype, copy=True)
+    raise TypeError(f"{caller}() received an invalid combination of arguments")
 
 
 def _typed(name: str, dtype: np.dtype[Any]) -> Any:

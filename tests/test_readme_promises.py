@@ -604,3 +604,13 @@ def test_report_stops_on_a_line_that_is_not_text_unless_it_is_the_last(tmp_path:
     (tmp_path / "last.jsonl").write_bytes(_record_line(0).encode() + b"\n" + bad)
     result = _hookgrad("report", "last.jsonl", cwd=tmp_path)
     assert result.returncode == 0 and "last.jsonl:2" in result.stderr
+
+
+def test_distributions_are_the_three_listed_and_there_is_no_default_dtype_setter() -> None:
+    """'torch.distributions has Categorical, Bernoulli and Normal'; 'There is no
+    torch.set_default_dtype': the getting-started page lists what is there and what is not."""
+    assert {"Bernoulli", "Categorical", "Normal"} <= set(hookgrad.distributions.__all__)
+    assert not hasattr(hookgrad.distributions, "kl_divergence")
+    assert not hasattr(hookgrad, "set_default_dtype")
+    assert hookgrad.tensor([1.0]).dtype == hookgrad.float32
+    assert hookgrad.accelerator.current_accelerator() is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -153,14 +154,27 @@ def grad(
     grad_outputs: Tensor | Sequence[Any] | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    only_inputs: bool = True,
     allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Return the gradients of ``outputs`` with respect to ``inputs`` without touching ``.grad``.
 
     Backward observers (``hookgrad_backward_begin`` / ``_end``) are not notified: nothing is
-    accumulated.
+    accumulated. ``only_inputs`` is accepted and ignored as in torch (which warns when it is
+    False); ``is_grads_batched=True`` (vmap over ``grad_outputs``) is not supported.
     """
+    if not only_inputs:
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to True). To "
+            "accumulate gradient for other parts of the graph, please use "
+            "torch.autograd.backward.",
+            FutureWarning,
+            stacklevel=2,
+        )
+    if is_grads_batched:
+        raise NotImplementedError("torch.autograd.grad(is_grads_batched=True) is not supported")
     outs = _as_list(outputs)
     ins = _non_empty(inputs, "grad")
     seeds = _as_list(grad_outputs) or [None] * len(outs)

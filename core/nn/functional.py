@@ -187,3 +187,7 @@ from ._ops.multi_head_attention import multi_head_attention_forward  # noqa: E40
 __all__ += ["multi_head_attention_forward", "scaled_dot_product_attention"]
 scaled_dot_product_attention = public_op(scaled_dot_product_attention)
 multi_head_attention_forward = public_op(multi_head_attention_forward)
+
+from ._ops.pixelshuffle import pixel_shuffle, pixel_unshuffle  # noqa: E402
+
+__all__ += ["pixel_shuffle", "pixel_unshuffle"]

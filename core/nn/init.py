@@ -26,6 +26,7 @@ __all__ = [
     "kaiming_uniform_",
     "normal_",
     "ones_",
+    "orthogonal_",
     "trunc_normal_",
     "uniform_",
     "xavier_normal_",
@@ -194,3 +195,26 @@ def kaiming_normal_(
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix (Saxe et al.), as torch: the Q of the QR of a
+    normal draw of shape ``(rows, numel // rows)`` (transposed when wider than tall), its
+    columns' signs fixed by R's diagonal, times ``gain``."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flattened = _rng(generator).normal((rows, cols), tensor._data.dtype, 0.0, 1.0)
+    if rows < cols:
+        flattened = flattened.T
+    q, r = np.linalg.qr(flattened)
+    q = q * np.sign(np.diagonal(r))
+    if rows < cols:
+        q = q.T
+    return _write(
+        tensor,
+        (q.astype(tensor._data.dtype) * tensor._data.dtype.type(gain)).reshape(tensor._data.shape),
+    )

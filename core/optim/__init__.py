@@ -12,6 +12,7 @@ from . import (
     adam,
     adamax,
     adamw,
+    lbfgs,
     lr_scheduler,
     nadam,
     optimizer,
@@ -24,6 +25,7 @@ from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
+from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -35,6 +37,7 @@ __all__ = [
     "Adadelta",
     "Adagrad",
     "Adam",
+    "LBFGS",
     "AdamW",
     "Adamax",
     "NAdam",
@@ -46,6 +49,7 @@ __all__ = [
     "adam",
     "adamax",
     "adamw",
+    "lbfgs",
     "lr_scheduler",
     "nadam",
     "optimizer",

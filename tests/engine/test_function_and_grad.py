@@ -100,6 +100,19 @@ def test_autograd_grad_unused_input(lib):
     assert (gx.tolist(), gz) == ([2.0], None)
 
 
+def test_autograd_grad_takes_torchs_arguments_in_torchs_order(lib):
+    """``only_inputs`` sits before ``allow_unused`` as in torch and is ignored (a FutureWarning
+    when False), so WGAN-GP's ``grad(..., only_inputs=True)`` and positional calls run."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    z = lib.tensor([1.0], requires_grad=True)
+    gx, gz = lib.autograd.grad((x * x).sum(), [x, z], None, None, False, True, True)
+    assert (gx.tolist(), gz) == ([2.0, 4.0], None)
+    (gx,) = lib.autograd.grad((x * x).sum(), x, create_graph=True, only_inputs=True)
+    assert gx.requires_grad
+    with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
+        lib.autograd.grad((x * 3).sum(), x, only_inputs=False)
+
+
 def test_autograd_grad_of_intermediate_runs_hooks_before_capture(lib):
     """Gradients w.r.t. a non-leaf come after that tensor's hooks, as in torch."""
     x = lib.tensor([1.0, 2.0], requires_grad=True)

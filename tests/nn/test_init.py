@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hookgrad
 import hookgrad.nn as nn
@@ -155,3 +157,31 @@ def test_zero_element_kaiming_warns():
     """Kaiming init of an empty tensor is a no-op with a UserWarning."""
     with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
         init.kaiming_uniform_(hookgrad.empty(0, 3))
+
+
+@given(
+    shape=st.sampled_from([(3, 5), (5, 3), (6, 6), (4, 2, 3, 3), (1, 7), (8, 1)]),
+    gain=st.sampled_from([1.0, 0.5, 2**0.5]),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=20, deadline=None)
+def test_orthogonal_matches_torch(shape: tuple[int, ...], gain: float, seed: int) -> None:
+    """orthogonal_ draws torch's normal matrix and gives torch's Q (signs fixed by R), times
+    the gain, for tall, wide and conv-shaped weights; rows (or columns) are orthonormal."""
+    torch = pytest.importorskip("torch")
+    made = []
+    for lib in (hookgrad, torch):
+        lib.manual_seed(seed)
+        w = lib.empty(shape)
+        assert lib.nn.init.orthogonal_(w, gain) is w
+        made.append(w.numpy())
+    np.testing.assert_allclose(made[0], made[1], rtol=1e-4, atol=2e-6)
+    flat = made[0].reshape(shape[0], -1) / gain
+    small = flat @ flat.T if flat.shape[0] <= flat.shape[1] else flat.T @ flat
+    np.testing.assert_allclose(small, np.eye(len(small)), atol=1e-5)
+
+
+def test_orthogonal_refuses_vectors_as_torch() -> None:
+    """A 1-dim tensor is torch's ValueError."""
+    with pytest.raises(ValueError, match="Only tensors with 2 or more dimensions are supported"):
+        hookgrad.nn.init.orthogonal_(hookgrad.empty(3))

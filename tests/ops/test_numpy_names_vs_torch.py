@@ -55,7 +55,7 @@ FUNCTIONS = sorted([*EXTRA, "std_mean", "var_mean", "cat", "stack"])
 METHODS = sorted([*EXTRA, "scatter_", "scatter_add_", "size"])
 KEEPDIM = {*REDUCTIONS, "std_mean", "var_mean"}
 # torch writes these in Python, with torch's names only
-REFUSED = {"function": {"norm", "split"}, "method": {"norm", "split"}}
+REFUSED = {"function": {"norm", "split", "unflatten"}, "method": {"norm", "split", "unflatten"}}
 
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)
 
@@ -132,13 +132,22 @@ def test_the_list_is_every_op_with_a_dim() -> None:
     "call",
     [
         lambda L, x: L.split(x, 1, axis=0),
+        lambda L, x: x.unflatten(axis=0, sizes=(1, -1)),
         lambda L, x: x.split(1, axis=0),
         lambda L, x: L.norm(x, axis=0),
         lambda L, x: x.norm(keepdims=True),
         lambda L, x: L.nn.functional.softmax(x, axis=0),
         lambda L, x: L.nn.functional.log_softmax(x, axis=0),
     ],
-    ids=["split", "Tensor.split", "norm", "Tensor.norm", "F.softmax", "F.log_softmax"],
+    ids=[
+        "split",
+        "Tensor.unflatten",
+        "Tensor.split",
+        "norm",
+        "Tensor.norm",
+        "F.softmax",
+        "F.log_softmax",
+    ],
 )
 def test_torchs_python_functions_refuse_numpy_names(call: Callable[..., Any]) -> None:
     """Where torch itself refuses ``axis``/``keepdims`` (its Python-level functions), so

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hookgrad
 
@@ -117,6 +119,49 @@ def test_typed_class_wraps_a_tensor_of_its_dtype_only() -> None:
         )
         with pytest.raises(TypeError):
             lib.LongTensor(t)
+
+
+@given(
+    data=st.one_of(
+        st.lists(st.integers(-5, 5), max_size=4),
+        st.lists(st.lists(st.floats(-3, 3, width=32), min_size=2, max_size=2), max_size=3),
+        st.lists(st.booleans(), min_size=1, max_size=3),
+    ),
+    sizes=st.lists(st.integers(0, 3), max_size=3),
+)
+@settings(max_examples=30, deadline=None)
+def test_tensor_constructor_is_torchs_legacy_one(data: list[Any], sizes: list[int]) -> None:
+    """``torch.Tensor(data)`` holds the values in float32 whatever their type, and
+    ``torch.Tensor(*sizes)``/``Tensor(Size)``/``Tensor()`` is a float32 tensor of that shape,
+    as the tutorials' ``torch.Tensor([0])`` accumulators and ``torch.Tensor(1, n).fill_(v)``
+    rely on."""
+    for made in (lambda L: L.Tensor(data), lambda L: L.Tensor(*sizes).zero_(),
+                 lambda L: L.Tensor(L.Size(sizes)).zero_(), lambda L: L.Tensor()):  # fmt: skip
+        ours, theirs = made(hookgrad), made(torch)
+        assert _dtype(ours) == _dtype(theirs) == "float32"
+        assert ours.tolist() == theirs.tolist()
+
+
+def test_tensor_constructor_shares_a_tensors_data_and_refuses_a_number() -> None:
+    """``torch.Tensor(t)`` is ``t``'s data in ``t``'s dtype (writes show through), and
+    ``Tensor(2.5)`` is a TypeError."""
+    for lib in (hookgrad, torch):
+        t = lib.ones(2, dtype=lib.int64)
+        alias = lib.Tensor(t)
+        alias[0] = 7
+        assert t.tolist() == [7, 1] and _dtype(alias) == "int64"
+        with pytest.raises(TypeError, match="data must be a sequence"):
+            lib.Tensor(2.5)
+
+
+def test_device_and_layout_probes_answer_as_for_a_cpu_tensor() -> None:
+    """``is_xpu``, ``is_mps``, ``is_meta``, ... are False on a dense CPU tensor, as torch's
+    (DCGAN's forward asks ``input.is_cuda or input.is_xpu``)."""
+    probes = ["is_cuda", "is_xpu", "is_mps", "is_meta", "is_quantized", "is_mkldnn",
+              "is_nested", "is_sparse", "is_sparse_csr"]  # fmt: skip
+    for lib in (hookgrad, torch):
+        x = lib.ones(2)
+        assert [getattr(x, name) for name in probes] == [False] * len(probes)
 
 
 # ---------------------------------------------------------------------------- new*

@@ -56,6 +56,23 @@ def test_using_a_device_fails_as_in_torch(name: str) -> None:
     assert messages[0] == messages[1] == "Torch not compiled with CUDA enabled"
 
 
+def test_accelerator_answers_as_cpu_only_torch() -> None:
+    """``torch.accelerator`` (pytorch/examples pick their device with it): nothing available,
+    no current accelerator, and what needs a device is torch's RuntimeError and message."""
+    for lib in (hookgrad, torch):
+        acc = lib.accelerator
+        assert (acc.is_available(), acc.device_count(), acc.current_accelerator()) == (
+            False,
+            0,
+            None,
+        )
+        device = acc.current_accelerator() if acc.is_available() else lib.device("cpu")
+        assert str(device) == "cpu"
+        for name in ("current_device_index", "synchronize", "memory_allocated", "empty_cache"):
+            with pytest.raises(RuntimeError, match="Cannot access accelerator device when none"):
+                getattr(acc, name)()
+
+
 def test_tensor_cuda_is_refused_naming_the_cpu() -> None:
     """``tensor.cuda()`` gives hookgrad's error for a CUDA device, as ``.to("cuda")`` does."""
     with pytest.raises(RuntimeError, match="CPU only; got device 'cuda'"):

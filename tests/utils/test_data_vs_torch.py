@@ -633,3 +633,20 @@ def test_a_seed_shuffles_as_torch_does() -> None:
         ours = epochs(hookgrad, own)
         assert ours == epochs(torch, own)
         assert ours[0] != ours[1] and sorted(ours[0]) == sorted(ours[1])
+
+
+def test_random_sampler_with_replacement_draws_lazily_as_torch() -> None:
+    """minGPT's ``RandomSampler(ds, replacement=True, num_samples=int(1e10))``: the first
+    batches come at once (indices are drawn 32 at a time as asked) and equal torch's."""
+    import time
+
+    firsts = []
+    for lib in (hookgrad, torch):
+        lib.manual_seed(3407)
+        sampler = lib.utils.data.RandomSampler(range(50), replacement=True, num_samples=int(1e10))
+        loader = lib.utils.data.DataLoader(list(range(50)), sampler=sampler, batch_size=8)
+        started = time.perf_counter()
+        batches = iter(loader)
+        firsts.append([next(batches).tolist() for _ in range(6)])
+        assert time.perf_counter() - started < 1.0
+    assert firsts[0] == firsts[1]

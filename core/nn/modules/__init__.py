@@ -181,3 +181,8 @@ __all__ += [
     "TransformerEncoder",
     "TransformerEncoderLayer",
 ]
+
+# -- modules the external real programs needed (issue #16, "realprogs") ------------------------
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: E402
+
+__all__ += ["PixelShuffle", "PixelUnshuffle"]

@@ -87,8 +87,9 @@ class RandomSampler(Sampler[int]):
             generator = Generator().manual_seed(draw_seed(None))
         if self.replacement:
             full, rest = divmod(self.num_samples, _REPLACEMENT_CHUNK)
-            for size in [_REPLACEMENT_CHUNK] * full + [rest]:
-                yield from randint(n, (size,), generator=generator).tolist()
+            for _ in range(full):  # lazily: minGPT asks for 1e10 samples
+                yield from randint(n, (_REPLACEMENT_CHUNK,), generator=generator).tolist()
+            yield from randint(n, (rest,), generator=generator).tolist()
         else:
             full, rest = divmod(self.num_samples, n)
             for _ in range(full):

@@ -1,0 +1,37 @@
+"""``PixelShuffle`` and ``PixelUnshuffle``: ``F.pixel_shuffle``/``F.pixel_unshuffle`` as modules."""
+
+from __future__ import annotations
+
+from ..._tensor import Tensor
+from .._ops.pixelshuffle import pixel_shuffle, pixel_unshuffle
+from .module import Module
+
+__all__ = ["PixelShuffle", "PixelUnshuffle"]
+
+
+class PixelShuffle(Module):
+    """Rearrange ``(*, C * r**2, H, W)`` into ``(*, C, H * r, W * r)`` (Shi et al., 2016)."""
+
+    def __init__(self, upscale_factor: int) -> None:
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """Rearrange ``(*, C, H * r, W * r)`` into ``(*, C * r**2, H, W)``: PixelShuffle's inverse."""
+
+    def __init__(self, downscale_factor: int) -> None:
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"

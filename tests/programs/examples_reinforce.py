@@ -1,0 +1,179 @@
+"""pytorch/examples, reinforcement_learning/reinforce.py @77f55b9: REINFORCE on CartPole: a
+Policy MLP with Dropout and softmax, torch.distributions.Categorical sample/log_prob,
+returns normalised with mean/std, torch.cat of per-step losses, Adam (shrunk: 6
+episodes; gymnasium's CartPole-v1 physics written out in numpy in place of gym.make)."""
+
+
+def main(torch):
+    record = []
+
+    def print(*args, **kwargs):
+        import re
+
+        line = re.sub(r"grad_fn=<\w+>", "grad_fn=<...>", " ".join(str(a) for a in args))
+        record.append(re.sub(r"-?\d+\.?\d*(e-?\d+)?", "#", line))
+        record.extend(float(x) for x in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", line))
+
+    def _fake(name, train):
+        shape = {"MNIST": (1, 28, 28), "CIFAR10": (3, 32, 32)}[name]
+        g = torch.Generator().manual_seed(1 if train else 2)
+        n = 24 if train else 8
+        images = torch.rand((n,) + shape, generator=g)
+        return torch.utils.data.TensorDataset(images, torch.randint(0, 10, (n,), generator=g))
+
+    torch.manual_seed(0)
+    import argparse
+
+    class _Spec:
+        reward_threshold = 475.0
+
+    class _CartPole:
+        """gymnasium's CartPole-v1 physics (Euler), seeded reset, 500-step truncation."""
+
+        spec = _Spec()
+
+        def __init__(self):
+            import numpy as np
+
+            self.np = np
+            self.rng = np.random.default_rng(0)
+
+        def reset(self, seed=None):
+            if seed is not None:
+                self.rng = self.np.random.default_rng(seed)
+            self.state = self.rng.uniform(-0.05, 0.05, size=(4,))
+            self.steps = 0
+            return self.np.array(self.state, dtype=self.np.float32), {}
+
+        def step(self, action):
+            import math
+
+            x, x_dot, theta, theta_dot = self.state
+            force = 10.0 if action == 1 else -10.0
+            costheta, sintheta = math.cos(theta), math.sin(theta)
+            temp = (force + 0.05 * theta_dot**2 * sintheta) / 1.1
+            thetaacc = (9.8 * sintheta - costheta * temp) / (
+                0.5 * (4.0 / 3.0 - 0.1 * costheta**2 / 1.1)
+            )
+            xacc = temp - 0.05 * thetaacc * costheta / 1.1
+            x, x_dot = x + 0.02 * x_dot, x_dot + 0.02 * xacc
+            theta, theta_dot = theta + 0.02 * theta_dot, theta_dot + 0.02 * thetaacc
+            self.state = (x, x_dot, theta, theta_dot)
+            self.steps += 1
+            terminated = bool(x < -2.4 or x > 2.4 or theta < -0.2095 or theta > 0.2095)
+            return (
+                self.np.array(self.state, dtype=self.np.float32),
+                1.0,
+                terminated,
+                self.steps >= 500,
+                {},
+            )
+
+    from collections import deque
+    from itertools import count
+
+    import numpy as np
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import torch.optim as optim
+    from torch.distributions import Categorical
+
+    parser = argparse.ArgumentParser(description="PyTorch REINFORCE example")
+    parser.add_argument(
+        "--gamma", type=float, default=0.99, metavar="G", help="discount factor (default: 0.99)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=543, metavar="N", help="random seed (default: 543)"
+    )
+    parser.add_argument("--render", action="store_true", help="render the environment")
+    parser.add_argument(
+        "--log-interval",
+        type=int,
+        default=1,
+        metavar="N",
+        help="interval between training status logs (default: 10)",
+    )
+    args = parser.parse_args([])
+
+    render_mode = "human" if args.render else None
+    env = _CartPole()
+    env.reset(seed=args.seed)
+    torch.manual_seed(args.seed)
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super(Policy, self).__init__()
+            self.affine1 = nn.Linear(4, 128)
+            self.dropout = nn.Dropout(p=0.6)
+            self.affine2 = nn.Linear(128, 2)
+
+            self.saved_log_probs = []
+            self.rewards = []
+
+        def forward(self, x):
+            x = self.affine1(x)
+            x = self.dropout(x)
+            x = F.relu(x)
+            action_scores = self.affine2(x)
+            return F.softmax(action_scores, dim=1)
+
+    policy = Policy()
+    optimizer = optim.Adam(policy.parameters(), lr=1e-2)
+    eps = np.finfo(np.float32).eps.item()
+
+    def select_action(state):
+        state = torch.from_numpy(state).float().unsqueeze(0)
+        probs = policy(state)
+        m = Categorical(probs)
+        action = m.sample()
+        policy.saved_log_probs.append(m.log_prob(action))
+        return action.item()
+
+    def finish_episode():
+        R = 0
+        policy_loss = []
+        returns = deque()
+        for r in policy.rewards[::-1]:
+            R = r + args.gamma * R
+            returns.appendleft(R)
+        returns = torch.tensor(returns)
+        returns = (returns - returns.mean()) / (returns.std() + eps)
+        for log_prob, R in zip(policy.saved_log_probs, returns):
+            policy_loss.append(-log_prob * R)
+        optimizer.zero_grad()
+        policy_loss = torch.cat(policy_loss).sum()
+        policy_loss.backward()
+        optimizer.step()
+        del policy.rewards[:]
+        del policy.saved_log_probs[:]
+
+    def main():
+        running_reward = 10
+        for i_episode in count(1):
+            state, _ = env.reset()
+            ep_reward = 0
+            for t in range(1, 10000):  # Don't infinite loop while learning
+                action = select_action(state)
+                state, reward, terminated, truncated, _ = env.step(action)
+                if args.render:
+                    env.render()
+                policy.rewards.append(reward)
+                ep_reward += reward
+                if terminated or truncated:
+                    break
+
+            running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
+            finish_episode()
+            if i_episode % args.log_interval == 0:
+                print(
+                    f"Episode {i_episode}\tLast reward: {ep_reward:.2f}\tAverage reward: {running_reward:.2f}"
+                )
+            if running_reward > env.spec.reward_threshold or i_episode == 6:
+                print(
+                    f"Solved! Running reward is now {running_reward} and the last episode runs to {t} time steps!"
+                )
+                break
+
+    main()
+
+    return record
