@@ -54,13 +54,11 @@ def register_backward_observer(
 
 def notify_begin(roots: list[Tensor], seeds: list[Any]) -> list[Any]:
     """Run every ``begin`` on each root; the seeds after their replacements."""
-    from .._tensor import Tensor, _wrap
-
     observers = tuple(BACKWARD_OBSERVERS.values())
     result = []
     for root, seed in zip(roots, seeds):
-        if seed is not None and not isinstance(seed, Tensor):
-            seed = _wrap(_as_array(seed, root))
+        if seed is not None:  # (None: a scalar loss's implicit seed, the common case)
+            seed = _as_seed(seed, root)
         for begin, _ in observers:
             if begin is not None:
                 replacement = begin(root, seed)
@@ -79,7 +77,14 @@ def notify_end(roots: list[Tensor]) -> None:
                 end(root)
 
 
-def _as_array(seed: Any, root: Tensor) -> Any:
+def _as_seed(seed: Any, root: Tensor) -> Tensor:
+    """``seed`` as a Tensor: array-likes are wrapped in ``root``'s dtype.
+
+    Imports here, not at the top: the tensor module imports this one."""
     import numpy as np
 
-    return np.asarray(seed, dtype=root._data.dtype)
+    from .._tensor import Tensor, _wrap
+
+    if isinstance(seed, Tensor):
+        return seed
+    return _wrap(np.asarray(seed, dtype=root._data.dtype))
