@@ -126,7 +126,7 @@ def apply_inplace(x: Tensor, kernel: Callable[[Tensor], Tensor], other: Tensor |
     if fn is not None and getattr(fn, "out", None) is result._data:
         # The op's saved output is x now, as torch's: a later write to it, through x, its
         # base or another view, is caught at backward.
-        fn.out = x._data
+        setattr(fn, "out", x._data)  # noqa: B010 - a slot only nodes that keep it have
         _pin(fn, x)
     if base is not None and geometry is not None and fn is not None:
         _rebase(x, base, fn, geometry)

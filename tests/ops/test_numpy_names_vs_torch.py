@@ -45,6 +45,8 @@ EXTRA: dict[str, Callable[[Any, Any], dict[str, Any]]] = {
     "topk": lambda L, x: {"k": 1},
     "chunk": lambda L, x: {"chunks": 2},
     "narrow": lambda L, x: {"start": 0, "length": 1},
+    "select": lambda L, x: {"index": 0},
+    "split_with_sizes": lambda L, x: {},  # its sizes depend on the dim: see _call
     "index_select": lambda L, x: {"index": L.tensor([0])},
     "gather": lambda L, x: {"index": _long(L, x)},
     "scatter": lambda L, x: {"index": _long(L, x), "src": x * 2},
@@ -62,6 +64,8 @@ shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)
 
 def _call(lib: Any, form: str, name: str, x: Any, **kw: Any) -> Any:
     extra = EXTRA.get(name.rstrip("_"), lambda L, x: {})(lib, x)
+    if name == "split_with_sizes":  # one piece: the whole length along the drawn dim
+        extra = {"split_sizes": [x.shape[kw["axis"]]]}
     if name in ("cat", "stack"):
         return getattr(lib, name)([x, x * 2], **kw)
     if name.endswith("_"):  # in place: on a copy that is in the graph
