@@ -27,6 +27,9 @@ _TORCH = "torch"
 class _HookgradAsTorch(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds ``torch.X`` as the already imported (or now imported) ``hookgrad.X``."""
 
+    def __init__(self) -> None:
+        self._own_specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
+
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
@@ -45,10 +48,16 @@ class _HookgradAsTorch(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self, origin=module.__name__)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        return importlib.import_module("hookgrad" + spec.name[len(_TORCH) :])
+        module = importlib.import_module("hookgrad" + spec.name[len(_TORCH) :])
+        # The import system stamps this ``torch.X`` spec on the module it is given; keep the
+        # module's own, so its relative imports still resolve as ``hookgrad.X``'s (no
+        # "__package__ != __spec__.parent" ImportWarning).
+        self._own_specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: the hookgrad module is imported already."""
+        """Nothing to run: the hookgrad module is imported already; its own spec goes back."""
+        module.__spec__ = self._own_specs.pop(module.__name__, module.__spec__)
 
 
 def _torch_entries() -> dict[str, ModuleType]:

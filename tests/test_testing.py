@@ -102,3 +102,23 @@ def test_global_hook_counts_follow_registration_and_removal() -> None:
     for handle in handles:
         handle.remove()
     assert set(global_hook_counts().values()) == {0}
+
+
+def test_as_torch_leaves_the_hookgrad_modules_their_own_spec() -> None:
+    """After ``import torch.distributions`` under as_torch, hookgrad.distributions keeps its
+    own ``__spec__``: a relative import inside it later raises no "__package__ !=
+    __spec__.parent" ImportWarning (which broke warning-counting tests run after programs)."""
+    import importlib
+    import warnings
+
+    from hookgrad.testing import as_torch
+
+    with as_torch():
+        importlib.import_module("torch.distributions")
+        importlib.import_module("torch.nn.functional")
+    assert hookgrad.distributions.__spec__.name == "hookgrad.distributions"
+    assert hookgrad.nn.functional.__spec__.name == "hookgrad.nn.functional"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hookgrad.manual_seed(0)
+        hookgrad.distributions.Distribution.sample(hookgrad.distributions.Normal(0.0, 1.0))

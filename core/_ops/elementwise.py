@@ -21,7 +21,7 @@ from .._dtype import float32
 from .._grad_mode import no_grad
 from ._base import Node, Tensor, edge, needs_grad, record, sum_to, wrap
 from ._graph import saved_input, saved_output, sum_to_tensor
-from .unary import _erf
+from .unary import _erf, reciprocal
 
 __all__ = [
     "BINARY",
@@ -144,14 +144,14 @@ _FLOAT_UNARY: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], Derivativ
         lambda g, x, out: 0.5 * math.sqrt(math.pi) * (out * out).exp() * g,
     ),
     "tan": ("TanBackward0", np.tan, lambda g, x, out: g * (1 + out * out)),
-    "asin": ("AsinBackward0", np.arcsin, lambda g, x, out: g * (1 - x * x).rsqrt()),
-    "acos": ("AcosBackward0", np.arccos, lambda g, x, out: g * -(1 - x * x).rsqrt()),
+    "asin": ("AsinBackward0", np.arcsin, lambda g, x, out: g * rsqrt(1 - x * x)),
+    "acos": ("AcosBackward0", np.arccos, lambda g, x, out: g * -rsqrt(1 - x * x)),
     "atan": ("AtanBackward0", np.arctan, lambda g, x, out: g / (x * x + 1)),
-    "sinh": ("SinhBackward0", np.sinh, lambda g, x, out: g * x.cosh()),
-    "cosh": ("CoshBackward0", np.cosh, lambda g, x, out: g * x.sinh()),
-    "asinh": ("AsinhBackward0", np.arcsinh, lambda g, x, out: g * (x * x + 1).rsqrt()),
-    "acosh": ("AcoshBackward0", np.arccosh, lambda g, x, out: g * (x * x - 1).rsqrt()),
-    "atanh": ("AtanhBackward0", np.arctanh, lambda g, x, out: g * (1 - x * x).reciprocal()),
+    "sinh": ("SinhBackward0", np.sinh, lambda g, x, out: g * cosh(x)),
+    "cosh": ("CoshBackward0", np.cosh, lambda g, x, out: g * sinh(x)),
+    "asinh": ("AsinhBackward0", np.arcsinh, lambda g, x, out: g * rsqrt(x * x + 1)),
+    "acosh": ("AcoshBackward0", np.arccosh, lambda g, x, out: g * rsqrt(x * x - 1)),
+    "atanh": ("AtanhBackward0", np.arctanh, lambda g, x, out: g * reciprocal(1 - x * x)),
     "sinc": (
         "SincBackward0",
         lambda d: np.sinc(d).astype(d.dtype, copy=False),
@@ -243,27 +243,27 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:
     return input.clamp(max=max)
 
 
-log1p = _float_op("log1p")
-expm1 = _float_op("expm1")
-exp2 = _float_op("exp2")
-rsqrt = _float_op("rsqrt")
-erf = _float_op("erf")
-erfc = _float_op("erfc")
-erfinv = _float_op("erfinv")
-tan = _float_op("tan")
-asin = _float_op("asin")
-acos = _float_op("acos")
-atan = _float_op("atan")
-sinh = _float_op("sinh")
-cosh = _float_op("cosh")
-asinh = _float_op("asinh")
-acosh = _float_op("acosh")
-atanh = _float_op("atanh")
-sinc = _float_op("sinc")
-frac = _float_op("frac")
-floor = _rounding_op("floor")
-ceil = _rounding_op("ceil")
-trunc = _rounding_op("trunc")
+log1p: Callable[[Tensor], Tensor] = _float_op("log1p")
+expm1: Callable[[Tensor], Tensor] = _float_op("expm1")
+exp2: Callable[[Tensor], Tensor] = _float_op("exp2")
+rsqrt: Callable[[Tensor], Tensor] = _float_op("rsqrt")
+erf: Callable[[Tensor], Tensor] = _float_op("erf")
+erfc: Callable[[Tensor], Tensor] = _float_op("erfc")
+erfinv: Callable[[Tensor], Tensor] = _float_op("erfinv")
+tan: Callable[[Tensor], Tensor] = _float_op("tan")
+asin: Callable[[Tensor], Tensor] = _float_op("asin")
+acos: Callable[[Tensor], Tensor] = _float_op("acos")
+atan: Callable[[Tensor], Tensor] = _float_op("atan")
+sinh: Callable[[Tensor], Tensor] = _float_op("sinh")
+cosh: Callable[[Tensor], Tensor] = _float_op("cosh")
+asinh: Callable[[Tensor], Tensor] = _float_op("asinh")
+acosh: Callable[[Tensor], Tensor] = _float_op("acosh")
+atanh: Callable[[Tensor], Tensor] = _float_op("atanh")
+sinc: Callable[[Tensor], Tensor] = _float_op("sinc")
+frac: Callable[[Tensor], Tensor] = _float_op("frac")
+floor: Callable[[Tensor], Tensor] = _rounding_op("floor")
+ceil: Callable[[Tensor], Tensor] = _rounding_op("ceil")
+trunc: Callable[[Tensor], Tensor] = _rounding_op("trunc")
 arcsin = asin
 arccos = acos
 arctan = atan
@@ -324,7 +324,7 @@ class _BinaryBackward(Node):
 
 
 def _atan2_grad(g: Tensor, a: Tensor, b: Tensor, out: Tensor) -> tuple[Tensor, Tensor]:
-    recip = (a * a + b * b).reciprocal()
+    recip = reciprocal(a * a + b * b)
     return g * b * recip, g * -a * recip
 
 

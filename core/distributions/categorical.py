@@ -8,6 +8,7 @@ from .. import _creation
 from .._dtype import finfo
 from .._grad_mode import enable_grad
 from .._ops.broadcast import broadcast_tensors
+from .._ops.elementwise import floor, log1p
 from .._ops.random import multinomial
 from .._size import Size
 from .._tensor import Tensor
@@ -21,7 +22,7 @@ def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
     eps = finfo(probs.dtype).eps
     ps_clamped = probs.clamp(min=eps, max=1 - eps)
     if is_binary:
-        return ps_clamped.log() - (-ps_clamped).log1p()
+        return ps_clamped.log() - log1p(-ps_clamped)
     return ps_clamped.log()
 
 
@@ -112,7 +113,7 @@ class Categorical(Distribution):
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
-            valid = (value == value.floor()) & (value >= 0) & (value <= self._num_events - 1)
+            valid = (value == floor(value)) & (value >= 0) & (value <= self._num_events - 1)
             self._check_sample(value, valid)
         value = value.long().unsqueeze(-1)
         value, log_pmf = broadcast_tensors(value, self.logits)

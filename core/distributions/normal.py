@@ -9,7 +9,9 @@ from typing import Any, ClassVar
 
 from .. import _creation
 from .._grad_mode import no_grad
+from .._ops.elementwise import erf
 from .._ops.random import normal
+from .._ops.unary import reciprocal
 from .._size import Size
 from .._tensor import Tensor
 from .distribution import Distribution, broadcast_all
@@ -73,7 +75,7 @@ class Normal(Distribution):
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._check_sample(value, value == value)
-        return 0.5 * (1 + ((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)).erf())
+        return 0.5 * (1 + erf((value - self.loc) * reciprocal(self.scale) / math.sqrt(2)))
 
     def entropy(self) -> Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
