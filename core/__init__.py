@@ -182,6 +182,63 @@ from ._memory_format import (
     preserve_format,
 )
 from ._ops.broadcast import broadcast_shapes, broadcast_tensors, broadcast_to
+from ._ops.composite import (
+    masked_select,
+    movedim,
+    outer,
+    roll,
+    swapaxes,
+    tile,
+    unflatten,
+)
+from ._ops.composite import movedim as moveaxis
+from ._ops.composite import outer as ger
+from ._ops.composite import swapaxes as swapdims
+from ._ops.elementwise import (
+    acos,
+    acosh,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    ceil,
+    clamp_max,
+    clamp_min,
+    cosh,
+    erf,
+    erfc,
+    erfinv,
+    exp2,
+    expm1,
+    fix,
+    floor,
+    fmod,
+    frac,
+    hypot,
+    isclose,
+    log1p,
+    logaddexp,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    round,
+    rsqrt,
+    sinc,
+    sinh,
+    square,
+    tan,
+    trunc,
+)
+from ._ops.unary import reciprocal
 from ._size import Size
 from ._tensor import Tensor
 from ._tensor_types import (
@@ -424,68 +481,6 @@ __all__ = [
     "broadcast_to",
     "distributions",
     "accelerator",
-]
-
-# -- elementwise math and composite shape ops the external real programs needed (#16) ---------
-from ._ops.composite import (  # noqa: E402
-    masked_select,
-    movedim,
-    outer,
-    roll,
-    swapaxes,
-    tile,
-    unflatten,
-)
-from ._ops.composite import movedim as moveaxis  # noqa: E402
-from ._ops.composite import outer as ger  # noqa: E402
-from ._ops.composite import swapaxes as swapdims  # noqa: E402
-from ._ops.elementwise import (  # noqa: E402
-    acos,
-    acosh,
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctan2,
-    arctanh,
-    asin,
-    asinh,
-    atan,
-    atan2,
-    atanh,
-    ceil,
-    clamp_max,
-    clamp_min,
-    cosh,
-    erf,
-    erfc,
-    erfinv,
-    exp2,
-    expm1,
-    fix,
-    floor,
-    fmod,
-    frac,
-    hypot,
-    isclose,
-    log1p,
-    logaddexp,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    round,
-    rsqrt,
-    sinc,
-    sinh,
-    square,
-    tan,
-    trunc,
-)
-from ._ops.unary import reciprocal  # noqa: E402
-
-__all__ += [
     "acos",
     "acosh",
     "arccos",
@@ -540,6 +535,7 @@ __all__ += [
     "trunc",
     "unflatten",
 ]
+
 
 # Loaded on first access (PEP 562), so that ``import hookgrad`` imports no runtime service
 # and no plugin: name -> the module that defines it.
