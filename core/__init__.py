@@ -141,6 +141,7 @@ from ._functions import (
     permute,
     pow,
     prod,
+    reciprocal,
     relu,
     repeat_interleave,
     reshape,
@@ -188,12 +189,12 @@ from ._ops.composite import (
     outer,
     roll,
     swapaxes,
+    swapdims,
     tile,
     unflatten,
 )
 from ._ops.composite import movedim as moveaxis
 from ._ops.composite import outer as ger
-from ._ops.composite import swapaxes as swapdims
 from ._ops.elementwise import (
     acos,
     acosh,
@@ -238,7 +239,6 @@ from ._ops.elementwise import (
     tan,
     trunc,
 )
-from ._ops.unary import reciprocal
 from ._size import Size
 from ._tensor import Tensor
 from ._tensor_types import (

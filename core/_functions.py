@@ -49,7 +49,22 @@ from ._ops.shape import (
 )
 from ._ops.sorting import argsort, median, sort, topk
 from ._ops.stats import std_mean, var_mean
-from ._ops.unary import abs, clamp, cos, exp, log, log2, log10, relu, sigmoid, sign, sin, sqrt, tanh
+from ._ops.unary import (
+    abs,
+    clamp,
+    cos,
+    exp,
+    log,
+    log2,
+    log10,
+    reciprocal,
+    relu,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    tanh,
+)
 from ._tensor import Tensor
 
 __all__ = [
@@ -122,6 +137,7 @@ __all__ = [
     "permute",
     "pow",
     "prod",
+    "reciprocal",
     "relu",
     "repeat_interleave",
     "reshape",

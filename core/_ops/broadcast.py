@@ -54,6 +54,6 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     return tuple(t if tuple(t.shape) == shape else t.expand(shape) for t in tensors)
 
 
-def broadcast_to(input: Tensor, size: Any) -> Tensor:
-    """``input.expand(size)``."""
-    return input.expand(size)
+def broadcast_to(input: Tensor, shape: Any) -> Tensor:
+    """``input.expand(shape)``."""
+    return input.expand(shape)

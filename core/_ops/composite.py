@@ -94,8 +94,13 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
 
 
 def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
-    """``torch.swapaxes``/``swapdims``: ``transpose``."""
+    """``torch.swapaxes``: ``transpose`` under numpy's parameter names."""
     return input.transpose(axis0, axis1)
+
+
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``torch.swapdims``: ``transpose`` (torch names its parameters as transpose's)."""
+    return input.transpose(dim0, dim1)
 
 
 def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
@@ -131,7 +136,7 @@ COMPOSITE: dict[str, Callable[..., Tensor]] = {
     "movedim": movedim,
     "moveaxis": movedim,
     "swapaxes": swapaxes,
-    "swapdims": swapaxes,
+    "swapdims": swapdims,
     "unflatten": unflatten,
     "masked_select": masked_select,
 }
