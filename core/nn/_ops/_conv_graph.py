@@ -15,7 +15,7 @@ import numpy as np
 
 from ..._ops._base import Node, Tensor, edge, needs_grad, record, wrap
 from ..._ops._graph import only, saved_tensor
-from .conv import _col2im, _im2col, _weight_grad, conv2d
+from .conv import ConvolutionBackward0, _col2im, _im2col, _weight_grad, conv2d
 
 __all__ = ["conv_input_grad", "conv_weight_grad", "convolution_backward_graph"]
 
@@ -23,7 +23,7 @@ __all__ = ["conv_input_grad", "conv_weight_grad", "convolution_backward_graph"]
 Geometry = tuple[Any, ...]
 
 
-def convolution_backward_graph(node: Node, g: Tensor) -> tuple[Tensor | None, ...]:
+def convolution_backward_graph(node: ConvolutionBackward0, g: Tensor) -> tuple[Tensor | None, ...]:
     """``ConvolutionBackward0.backward_graph``: edges ``(input, weight, bias)``."""
     ex, ew, eb = node._next
     x, w = saved_tensor(node, 0), saved_tensor(node, 1)
