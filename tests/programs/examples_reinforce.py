@@ -3,23 +3,13 @@ Policy MLP with Dropout and softmax, torch.distributions.Categorical sample/log_
 returns normalised with mean/std, torch.cat of per-step losses, Adam (shrunk: 6
 episodes; gymnasium's CartPole-v1 physics written out in numpy in place of gym.make)."""
 
+from _printed import recording_print
+
 
 def main(torch):
     record = []
 
-    def print(*args, **kwargs):
-        import re
-
-        line = re.sub(r"grad_fn=<\w+>", "grad_fn=<...>", " ".join(str(a) for a in args))
-        record.append(re.sub(r"-?\d+\.?\d*(e-?\d+)?", "#", line))
-        record.extend(float(x) for x in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", line))
-
-    def _fake(name, train):
-        shape = {"MNIST": (1, 28, 28), "CIFAR10": (3, 32, 32)}[name]
-        g = torch.Generator().manual_seed(1 if train else 2)
-        n = 24 if train else 8
-        images = torch.rand((n,) + shape, generator=g)
-        return torch.utils.data.TensorDataset(images, torch.randint(0, 10, (n,), generator=g))
+    print = recording_print(record)
 
     torch.manual_seed(0)
     import argparse

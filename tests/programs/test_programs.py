@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,6 +24,10 @@ import hookgrad
 from hookgrad.testing import as_torch
 
 HERE = Path(__file__).resolve().parent
+# The programs converted from tutorial scripts import their shared print recorder
+# (_printed.py) as a script imports a file beside it.
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 PROGRAMS = sorted(p.stem for p in HERE.glob("*.py") if not p.stem.startswith(("test_", "_")))
 
 

@@ -1,0 +1,27 @@
+"""What the programs converted from tutorial scripts share: their ``print`` output, recorded.
+
+A script converted to ``main(torch)`` prints its results instead of returning them. Its
+``print`` becomes :func:`recording_print`'s: each line is kept with its numbers masked (the
+text compared exactly) followed by the numbers themselves (compared to the harness's
+tolerance), and ``grad_fn=<...>`` names are masked (an LSTM prints torch's
+``MkldnnRnnLayerBackward0`` where hookgrad has ``StackBackward0``; the numbers are the same).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_NUMBER = re.compile(r"-?\d+\.?\d*(?:e-?\d+)?")
+_GRAD_FN = re.compile(r"grad_fn=<\w+>")
+
+
+def recording_print(record: list[object]) -> Callable[..., None]:
+    """A ``print`` that appends each line's masked text and then its numbers to ``record``."""
+
+    def print(*args: object, **kwargs: object) -> None:
+        line = _GRAD_FN.sub("grad_fn=<...>", " ".join(str(a) for a in args))
+        record.append(_NUMBER.sub("#", line))
+        record.extend(float(x) for x in _NUMBER.findall(line))
+
+    return print
