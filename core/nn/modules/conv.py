@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from ..._creation import empty
 from ..._tensor import Tensor
@@ -162,66 +163,50 @@ class _ConvNd(Module):
         return padded, 0
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """A forward convolution layer: Conv1d and Conv2d differ only in ``_dims`` and the
+    functional they call (``_conv``)."""
+
+    _conv: ClassVar[Callable[..., Tensor]]
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0,
+            groups, bias, padding_mode, device, dtype,
+        )  # fmt: skip
+
+    def forward(self, input: Tensor) -> Tensor:
+        input, padding = self._pad_input(input)
+        return self._conv(
+            input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups
+        )
+
+
+class Conv1d(_Conv):
     """Apply ``out_channels`` filters of length ``kernel_size`` over ``(N, C, L)`` input."""
 
     _dims = 1
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0,
-            groups, bias, padding_mode, device, dtype,
-        )  # fmt: skip
-
-    def forward(self, input: Tensor) -> Tensor:
-        input, padding = self._pad_input(input)
-        return conv1d(
-            input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups
-        )
+    _conv = staticmethod(conv1d)
 
 
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     """Apply ``out_channels`` filters of size ``kernel_size`` over ``(N, C, H, W)`` input."""
 
     _dims = 2
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Any,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0,
-            groups, bias, padding_mode, device, dtype,
-        )  # fmt: skip
-
-    def forward(self, input: Tensor) -> Tensor:
-        input, padding = self._pad_input(input)
-        return conv2d(
-            input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups
-        )
+    _conv = staticmethod(conv2d)
 
 
 class ConvTranspose2d(_ConvNd):
