@@ -91,12 +91,15 @@ class VariantBench:
 
     ``around(lib, variant)`` gives the column's per-block context (None for none): where a
     variant installs its hooks or starts its runtime. ``targets[(engine, variant)][workload]``
-    is the ratio that column must stay below.
+    is the ratio that column must stay below. ``before_step(lib, variant, model)``, when
+    given, is the trainer's hand-written work between backward and the step for a variant
+    (None for none): a column that does a plugin's work without a runtime.
     """
 
     columns: tuple[tuple[str, str], ...]
     around: Callable[[ModuleType, str], Around | None]
     targets: dict[tuple[str, str], dict[str, float]]
+    before_step: Callable[[ModuleType, str, Any], Callable[[], bool] | None] | None = None
 
     def make_columns(
         self, lib: ModuleType, name: str, workload: Workload, seed: int
@@ -108,7 +111,10 @@ class VariantBench:
         for variant in ("", *variants):
             model = build_model(lib, workload, problem)
             around = self.around(lib, variant) if variant else None
-            trainer = framework_trainer(lib, model, workload, problem)
+            before_step = None
+            if variant and self.before_step is not None:
+                before_step = self.before_step(lib, variant, model)
+            trainer = framework_trainer(lib, model, workload, problem, before_step=before_step)
             columns.append(Column(f"{name}+{variant}" if variant else name, trainer.step, around))
         return columns
 
