@@ -198,9 +198,9 @@ class Tensor:
         """The node that made this tensor. A view whose base was written in place since its
         history was recorded (through the base or another view) gets a new history first, as
         torch's: an ``AsStridedBackward0`` into the base's current one."""
-        if self._base is not None:
-            return _current_grad_fn(self)
-        return self._grad_fn
+        if self._base is None or self._view_version == self._vbox[0]:  # history current
+            return self._grad_fn
+        return _current_grad_fn(self)
 
     @grad_fn.setter
     def grad_fn(self, node: Node | None) -> None:

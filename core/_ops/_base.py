@@ -57,8 +57,9 @@ def edge(t: Tensor) -> tuple[Node, int] | None:
     """The graph edge a gradient for ``t`` travels along, or None if ``t`` needs none.
 
     A view reads its history through ``grad_fn``, which regenerates it if its base was
-    written in place since (``autograd._view``); other tensors pay this one ``_base`` read."""
-    fn = t._grad_fn if t._base is None else t.grad_fn
+    written in place since (``autograd._view``); other tensors pay this one ``_base`` read,
+    a view whose history is current (every module-hook wrapper's output) one version check."""
+    fn = t._grad_fn if t._base is None or t._view_version == t._vbox[0] else t.grad_fn
     if fn is not None:
         return (fn, t._output_nr)
     if t._requires_grad:

@@ -24,7 +24,7 @@ from ..._ops._base import edge
 from ..._tensor import Tensor, _wrap
 from ...autograd._engine import current_graph_task
 from ...autograd._hook_calls import checked_hook_result
-from ...autograd._view import CUSTOM, make_view
+from ...autograd._view import CUSTOM, PLAIN
 from ...autograd.graph import Node, next_sequence_nr
 from ...utils._warnings import warn_at_frame
 
@@ -297,7 +297,12 @@ class BackwardHook:
         out._output_nr = 0
         out._acc = None
         out._hooks = None
-        return make_view(out, t, CUSTOM)
+        base = t._base  # the rest of _custom_view(out, t)
+        out._base = t if base is None or t._view_kind == PLAIN else base
+        vbox = out._vbox = t._vbox
+        out._view_version = vbox[0]
+        out._view_kind = CUSTOM
+        return out
 
     def _wrap_tensors(
         self, values: tuple[Any, ...], is_output: bool
@@ -412,4 +417,15 @@ def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Te
         out._output_nr = 0
     out._acc = None
     out._hooks = None
-    return make_view(out, t, CUSTOM)
+    return _custom_view(out, t)
+
+
+def _custom_view(out: Tensor, t: Tensor) -> Tensor:
+    """``make_view(out, t, CUSTOM)`` (torch's creation meta for a backward-hook wrapper's
+    outputs), spelled out for the kind that is known here: runs twice per hooked call."""
+    base = t._base
+    out._base = t if base is None or t._view_kind == PLAIN else base
+    vbox = out._vbox = t._vbox
+    out._view_version = vbox[0]
+    out._view_kind = CUSTOM
+    return out
