@@ -16,13 +16,9 @@ import pytest
 
 import hookgrad
 
+from ..conftest import sync_from_torch
+
 RTOL, ATOL = 1e-5, 1e-5
-
-
-def sync(hg_module: Any, t_module: Any) -> None:
-    """Copy torch's parameters and buffers into hookgrad's module, key by key."""
-    state = {k: hookgrad.tensor(v.detach().numpy()) for k, v in t_module.state_dict().items()}
-    hg_module.load_state_dict(state)
 
 
 def flat_tensors(value: Any) -> list[Any]:
@@ -84,7 +80,7 @@ def compare_call(
 def compare_module(hg_module: Any, t_module: Any, *args: Any, **kwargs: Any) -> None:
     """:func:`compare_call` on two modules with torch's weights, plus every parameter's
     gradient (same names, same order)."""
-    sync(hg_module, t_module)
+    sync_from_torch(hg_module, t_module)
     compare_call(hg_module, t_module, *args, **kwargs)
     t_params = dict(t_module.named_parameters())
     h_params = dict(hg_module.named_parameters())

@@ -16,7 +16,7 @@ import hookgrad.nn as nn  # noqa: E402
 import hookgrad.nn.functional as F  # noqa: E402
 from hookgrad.testing import gradcheck  # noqa: E402
 
-from .conftest import array, compare_call, compare_module, hook_trace, sync  # noqa: E402
+from .conftest import array, compare_call, compare_module, hook_trace, sync_from_torch  # noqa: E402
 
 
 def _mask(kind: str, shape: tuple[int, ...], seed: int) -> np.ndarray | None:
@@ -256,7 +256,7 @@ def test_multihead_attention_matches_torch(ctor, call):
 def test_multihead_self_attention_unbatched(need_weights):
     """Self-attention (query is key is value) on unbatched (L, E) input."""
     hg, tm = nn.MultiheadAttention(4, 2), torch.nn.MultiheadAttention(4, 2)
-    sync(hg, tm)
+    sync_from_torch(hg, tm)
     x = array(5, 4)
     hx, tx = hookgrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     (h_out, h_w), (t_out, t_w) = (
@@ -390,7 +390,7 @@ def test_multihead_attention_eval_without_grad_matches_torchs_fused_path():
         nn.MultiheadAttention(8, 2, batch_first=True),
         torch.nn.MultiheadAttention(8, 2, batch_first=True),
     )
-    sync(hg, tm)
+    sync_from_torch(hg, tm)
     hg.eval()
     tm.eval()
     x = array(2, 5, 8)

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 import hookgrad  # noqa: E402
 from hookgrad.nn.utils import rnn as hrnn  # noqa: E402
 
-from .conftest import array, compare_call, sync  # noqa: E402
+from .conftest import array, compare_call, sync_from_torch  # noqa: E402
 
 trnn = torch.nn.utils.rnn
 IN, HID = 3, 4
@@ -46,7 +46,7 @@ def test_layers_on_packed_sequences_match_torch(
     kw = {"num_layers": num_layers, "bidirectional": bidirectional}
     t_layer = getattr(torch.nn, cls)(IN, HID, **kw)
     h_layer = getattr(hookgrad.nn, cls)(IN, HID, **kw)
-    sync(h_layer, t_layer)
+    sync_from_torch(h_layer, t_layer)
     x = array(batch, steps, IN) if batch_first else array(steps, batch, IN)
     state = None
     if with_state:

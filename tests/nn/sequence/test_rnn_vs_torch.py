@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 import hookgrad  # noqa: E402
 import hookgrad.nn as nn  # noqa: E402
 
-from .conftest import array, compare_module, hook_trace, sync  # noqa: E402
+from .conftest import array, compare_module, hook_trace, sync_from_torch  # noqa: E402
 
 IN, HID = 3, 4
 
@@ -118,7 +118,7 @@ def test_parameters_state_dict_and_repr_are_torchs(cls, kwargs):
         assert [[tuple(w.shape) for w in ws] for ws in hg.all_weights] == [
             [tuple(w.shape) for w in ws] for ws in tm.all_weights
         ]
-    sync(hg, tm)
+    sync_from_torch(hg, tm)
     tm.load_state_dict({k: torch.tensor(v.numpy()) for k, v in hg.state_dict().items()})
 
 
@@ -196,7 +196,7 @@ def test_module_hooks_see_torchs_gradients(cls):
     torch_layer = getattr(torch.nn, cls)(IN, HID, 2)
     for lib, layer in ((hookgrad, getattr(nn, cls)(IN, HID, 2)), (torch, torch_layer)):
         if lib is hookgrad:
-            sync(layer, torch_layer)
+            sync_from_torch(layer, torch_layer)
         record = []
         layer.register_full_backward_hook(lambda m, gi, go, record=record: record.append((gi, go)))
         x = lib.tensor(array(3, 2, IN), requires_grad=True)

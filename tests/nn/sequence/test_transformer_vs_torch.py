@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 import hookgrad  # noqa: E402
 import hookgrad.nn as nn  # noqa: E402
 
-from .conftest import array, compare_module, hook_trace, sync  # noqa: E402
+from .conftest import array, compare_module, hook_trace, sync_from_torch  # noqa: E402
 
 D, HEADS, FF = 8, 2, 16
 
@@ -159,7 +159,7 @@ def test_structure_and_state_dict_are_torchs(name, args):
     h_state, t_state = hg.state_dict(), tm.state_dict()
     assert list(h_state) == list(t_state)
     assert [tuple(v.shape) for v in h_state.values()] == [tuple(v.shape) for v in t_state.values()]
-    sync(hg, tm)
+    sync_from_torch(hg, tm)
     tm.load_state_dict({k: torch.tensor(v.numpy()) for k, v in hg.state_dict().items()})
     assert repr(hg) == repr(tm)
 
@@ -217,7 +217,7 @@ def test_eval_without_grad_matches_torchs_fast_path():
     layers = _both("TransformerEncoderLayer", D, HEADS, FF, 0.1, batch_first=True)
     hg = nn.TransformerEncoder(layers[0], 2)
     tm = torch.nn.TransformerEncoder(layers[1], 2)
-    sync(hg, tm)
+    sync_from_torch(hg, tm)
     hg.eval()
     tm.eval()
     x = _seq(2, 5, True)
@@ -265,7 +265,7 @@ def test_padded_positions_keep_their_values_unlike_torchs_nested_path():
     with grad on) and equals torch everywhere else."""
     layers = _both("TransformerEncoderLayer", D, HEADS, FF, 0.1, batch_first=True)
     hg, tm = nn.TransformerEncoder(layers[0], 1), torch.nn.TransformerEncoder(layers[1], 1)
-    sync(hg, tm)
+    sync_from_torch(hg, tm)
     hg.eval()
     tm.eval()
     x = _seq(2, 5, True)
