@@ -278,9 +278,13 @@ class GradScale:
         """The seed times the scale, on the loss's engine, device and dtype."""
         self._scaled = True
         scale = float(self._scaler.scale)
-        if event.gradient is None:
-            return event.loss.new_full(event.loss.shape, scale)
-        return event.gradient * scale
+        # The engine's tensors as the event stores them: a read of the fields would make
+        # read-only aliases of them, for a product that reads them only.
+        fields = event.__dict__
+        gradient, loss = fields["gradient"], fields["loss"]
+        if gradient is None:
+            return loss.new_full(loss.shape, scale)
+        return gradient * scale
 
     @hookimpl(tryfirst=True)
     @stage(Stage.UNSCALE)
@@ -330,7 +334,7 @@ class GradScale:
         scaler = engine.running_loss_scaler()
         if scaler is not None:
             raise LossScalerConflictError(scaler, event.step)
-        grads = [p.grad for _, p in event.parameters if p.grad is not None]
+        grads = [g for _, p in event.parameters if (g := p.grad) is not None]
         if any(engine.dtype_name(g) == "float16" for g in grads):
             raise ValueError("Attempting to unscale FP16 gradients.")
         if inv_scale is None:

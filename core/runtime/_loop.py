@@ -237,7 +237,7 @@ class LoopHooks:
     def _begin(self, root: Any, gradient: Any) -> Any:
         if not self.bridge.acts_here():  # another thread's backward
             return None
-        first = event = BackwardBeginEvent.trusted(
+        event = BackwardBeginEvent.trusted(
             {
                 "step": self.bridge.step,
                 "phase": "backward_begin",
@@ -245,11 +245,16 @@ class LoopHooks:
                 "gradient": gradient,
             }
         )
+        seed = None  # the latest replacement, as returned
         for listener in self._listeners[BACKWARD_BEGIN]:
+            if seed is not None and event.__dict__["gradient"] is not seed:
+                # The next listener sees the seed replaced: a copy made only when there is
+                # one (the last listener's replacement needs none).
+                event = event.model_copy(update={"gradient": seed})
             result = self._call(listener, event, checked_seed, root)
             if result is not None:
-                event = event.model_copy(update={"gradient": result})
-        return None if event is first else event.__dict__["gradient"]  # as returned
+                seed = result
+        return seed
 
     def _end(self, root: Any) -> None:
         if not self.bridge.acts_here():

@@ -405,6 +405,34 @@ def test_backward_begin_replacing_the_seed_doubles_the_gradients():
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
 
 
+class _SeedWatcher:
+    """Notes the seed it is shown, after every other backward_begin implementation."""
+
+    class Config(PluginConfig):
+        pass
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    @hookimpl(trylast=True)
+    def hookgrad_backward_begin(self, event: Any) -> None:
+        self.seen.append(None if event.gradient is None else event.gradient.tolist())
+
+
+def test_backward_begin_replacements_compose_and_later_listeners_see_them():
+    """Two seed scalers (2 and 3) make the gradients 6 times larger; a listener after them
+    sees the seed as they left it, and its None keeps their replacement."""
+    watcher = _SeedWatcher()
+    x = hookgrad.tensor([1.0, 2.0], requires_grad=True)
+    with _isolated() as rt:
+        rt.register(_SeedScaler(_SeedScaler.Config(factor=2.0)), name="double")
+        rt.register(_SeedScaler(_SeedScaler.Config(factor=3.0)), name="triple")
+        rt.register(watcher, name="watcher")
+        (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [12.0, 24.0])
+    assert watcher.seen == [6.0]
+
+
 def test_backward_end_fires_once_per_backward_but_not_for_autograd_grad():
     """backward_end fires after each backward; autograd.grad notifies nobody."""
     plugin = _SeedScaler(_SeedScaler.Config(factor=1.0))
