@@ -96,6 +96,7 @@ from ._functions import (
     cos,
     cumprod,
     cumsum,
+    diagonal,
     div,
     einsum,
     eq,
@@ -534,6 +535,7 @@ __all__ = [
     "tile",
     "trunc",
     "unflatten",
+    "diagonal",
 ]
 
 

@@ -834,6 +834,11 @@ class Tensor:
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
         return _shape.unbind(self, dim)
 
+    def diagonal(
+        self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1
+    ) -> Tensor:
+        return _diagonal.diagonal(self, offset, dim1, dim2)
+
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
         """Refused with the error of ``.to("cuda")``: hookgrad computes on the CPU."""
         return self.to("cuda")
@@ -1130,6 +1135,7 @@ from ._ops import arith as _arith  # noqa: E402
 from ._ops import compare as _compare  # noqa: E402
 from ._ops import composite as _composite  # noqa: E402
 from ._ops import cumulative as _cumulative  # noqa: E402
+from ._ops import diagonal as _diagonal  # noqa: E402
 from ._ops import elementwise as _elementwise  # noqa: E402
 from ._ops import index as _index  # noqa: E402
 from ._ops import inplace as _inplace  # noqa: E402

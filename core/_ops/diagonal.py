@@ -1,0 +1,77 @@
+"""Diagonals: ``diagonal``, a writable view as torch's.
+
+Every op here reads or writes the same strided region, :func:`diagonal_of`; each backward
+writes the gradient into that region of zeros, or reads it back out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ._base import Node, Tensor, edge, needs_grad
+from ._graph import linear_grad, only
+from .reduce import normalize_dims
+from .shape import _as_view
+
+__all__ = ["diagonal", "diagonal_of"]
+
+
+def diagonal_of(d: np.ndarray, offset: int, axis1: int, axis2: int) -> np.ndarray:
+    """The diagonal of ``d`` over ``axis1``/``axis2`` as a view, moved to the last dim, as
+    ``np.diagonal`` gives it but writable when ``d`` is (numpy's own is read-only)."""
+    start = [slice(None)] * d.ndim
+    start[axis2 if offset >= 0 else axis1] = slice(abs(offset), None)
+    corner = d[tuple(start)]
+    length = min(corner.shape[axis1], corner.shape[axis2])
+    rest = [i for i in range(d.ndim) if i not in (axis1, axis2)]
+    shape = (*(corner.shape[i] for i in rest), length)
+    strides = (*(corner.strides[i] for i in rest), corner.strides[axis1] + corner.strides[axis2])
+    return as_strided(corner, shape, strides, writeable=corner.flags.writeable)
+
+
+def _diagonal_axes(ndim: int, dim1: int, dim2: int) -> tuple[int, int]:
+    axis1, axis2 = normalize_dims((dim1, dim2), ndim)
+    if axis1 == axis2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return axis1, axis2
+
+
+class DiagonalBackward0(Node):
+    """The gradient lands on the same diagonal of zeros shaped as the input."""
+
+    __slots__ = ("_axes", "_offset", "_shape")
+
+    _axes: tuple[int, int]
+    _offset: int
+    _shape: tuple[int, ...]
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        grad = np.zeros(self._shape, dtype=g.dtype)
+        diagonal_of(grad, self._offset, *self._axes)[...] = g
+        return (grad,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        offset, (axis1, axis2) = self._offset, self._axes
+        value = self.backward(g._data)[0]
+        return (linear_grad(self, g, value, lambda gg: diagonal(gg, offset, axis1, axis2)),)  # type: ignore[arg-type]
+
+
+def _diagonal_node(
+    x: Tensor, offset: int, axes: tuple[int, int], cls: type[DiagonalBackward0]
+) -> DiagonalBackward0:
+    node = cls((edge(x),))
+    node._offset, node._axes, node._shape = offset, axes, x._data.shape
+    return node
+
+
+def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal over ``dim1`` and ``dim2`` as a view, moved to the last dim.
+
+    ``offset`` > 0 takes one above it, < 0 one below. Writes through the view reach ``x``;
+    its node is ``DiagonalBackward0``."""
+    axes = _diagonal_axes(x._data.ndim, dim1, dim2)
+    out = diagonal_of(x._data, offset, *axes)
+    node = _diagonal_node(x, offset, axes, DiagonalBackward0) if needs_grad(x) else None
+    return _as_view(out, x, node)

@@ -1,0 +1,130 @@
+"""``diagonal`` against torch 2.13: values, gradients, double backward, view semantics
+(shared memory and version counter, writes through it) and error texts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import hookgrad
+
+from ..engine.test_double_backward_vs_torch import _check as assert_second_order_same
+from .test_vs_torch import assert_same, rand
+
+torch = pytest.importorskip("torch")
+
+
+@st.composite
+def _diagonal_calls(draw: st.DrawFn) -> tuple[np.ndarray, int, int, int]:
+    """An N-d float32 array (N >= 2), an offset (past the size too) and two distinct dims,
+    each given as a positive or a negative index."""
+    shape = draw(hnp.array_shapes(min_dims=2, max_dims=4, min_side=0, max_side=4))
+    ndim = len(shape)
+    axis1, axis2 = draw(st.permutations(range(ndim)))[:2]
+    dim1 = axis1 - draw(st.sampled_from([0, ndim]))
+    dim2 = axis2 - draw(st.sampled_from([0, ndim]))
+    offset = draw(st.integers(-5, 5))
+    values = draw(hnp.arrays(np.float32, shape, elements=st.floats(-3, 3, width=32)))
+    return values, offset, dim1, dim2
+
+
+@settings(max_examples=60, deadline=None)
+@given(call=_diagonal_calls())
+def test_diagonal_matches_torch(call: tuple[np.ndarray, int, int, int]) -> None:
+    """torch.diagonal and Tensor.diagonal give torch's values, shapes and input gradients for
+    any offset (an empty result past the size) and any pair of dims, negative ones too."""
+    x, offset, dim1, dim2 = call
+
+    def program(L: Any, t: Any) -> Any:
+        weights = L.arange(1, t.diagonal(offset, dim1, dim2).numel() + 1, dtype=L.float32)
+        method = t.diagonal(offset, dim1, dim2)
+        function = L.diagonal(t * 2, offset=offset, dim1=dim1, dim2=dim2)
+        return method * weights.reshape(method.shape), function
+
+    assert_same(program, x)
+
+
+def test_diagonal_defaults_and_integer_input(lib: Any) -> None:
+    """The default is the main diagonal over dims 0 and 1; dtype is kept."""
+    x = lib.arange(12).reshape(3, 4)
+    assert x.diagonal().tolist() == [0, 5, 10]
+    assert lib.diagonal(x, 1).tolist() == [1, 6, 11]
+    assert x.diagonal(-1).dtype == lib.int64
+    assert lib.diagonal(x.reshape(1, 3, 4), 0, -1, 1).tolist() == [[0, 5, 10]]
+
+
+def test_diagonal_is_a_view_sharing_memory_and_version(lib: Any) -> None:
+    """The diagonal is a view of its base: writes through it reach the base and bump the one
+    version counter both share; writes to the base show through it."""
+    base = lib.zeros(3, 3)
+    d = base.diagonal()
+    assert d._base is base
+    d.add_(1)
+    assert base.tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    assert base._version == d._version == 1
+    base[1, 1] = 7.0
+    assert d.tolist() == [1, 7, 1] and d._version == 2
+    base.diagonal(1).fill_(5.0)
+    assert base.tolist() == [[1, 5, 0], [0, 7, 5], [0, 0, 1]]
+
+
+def test_diagonal_records_diagonal_backward(lib: Any) -> None:
+    """The node is DiagonalBackward0 into the input's history; the gradient fills the
+    diagonal of zeros."""
+    x = lib.ones(2, 3, requires_grad=True)
+    d = (x * 1).diagonal(1)
+    assert d.grad_fn.name() == "DiagonalBackward0"
+    d.backward(lib.tensor([2.0, 3.0]))
+    assert x.grad.tolist() == [[0, 2, 0], [0, 0, 3]]
+
+
+def test_autograd_after_a_write_through_the_diagonal_matches_torch() -> None:
+    """Scaling a non-leaf's diagonal in place gives the base torch's CopySlices history and
+    the leaf torch's gradient; the diagonal itself reads AsStridedBackward0 afterwards."""
+
+    def program(L: Any, a: Any) -> Any:
+        x = a * a
+        d = x.diagonal()
+        d.mul_(3)
+        assert type(x.grad_fn).__name__ == "CopySlices"
+        assert type(x.diagonal(-1).grad_fn).__name__ == "DiagonalBackward0"
+        return x, d
+
+    assert_same(program, rand(3, 4))
+
+
+def test_diagonal_double_backward_matches_torch() -> None:
+    """create_graph=True through diagonal gives torch's first and second gradients."""
+    assert_second_order_same(lambda L, a: (a * a).diagonal(1, -1, 0) * a[0, :3], rand(4, 3))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L: L.diagonal(L.zeros(2, 3), 0, -1, 1),
+        lambda L: L.zeros(2, 3, 4).diagonal(0, 0, 3),
+        lambda L: L.zeros(2, 3, 4).diagonal(0, -4, 1),
+        lambda L: L.diagonal(L.zeros(3)),
+        lambda L: L.diagonal(L.tensor(1.0)),
+        lambda L: L.tensor(1.0).diagonal(0, 0, -1),
+    ],
+)
+def test_diagonal_errors_match_torch(fails_like_torch: Any, call: Any) -> None:
+    """Identical dims, dims out of range and inputs below 2-D fail with torch's error."""
+    fails_like_torch(call)
+
+
+def test_diagonal_of_a_read_only_array_stays_read_only() -> None:
+    """A diagonal of a read-only array (an event payload's) cannot be written either."""
+    from hookgrad._ops.diagonal import diagonal_of
+
+    frozen = np.zeros((2, 2))
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        diagonal_of(frozen, 0, 0, 1)[...] = 1
+    assert hookgrad.zeros(2, 2).diagonal()._data.flags.writeable
