@@ -96,6 +96,8 @@ from ._functions import (
     cos,
     cumprod,
     cumsum,
+    diag,
+    diag_embed,
     diagonal,
     div,
     einsum,
@@ -536,6 +538,8 @@ __all__ = [
     "trunc",
     "unflatten",
     "diagonal",
+    "diag",
+    "diag_embed",
 ]
 
 

@@ -8,7 +8,7 @@ from ._ops._base import public_op
 from ._ops.arith import add, div, matmul, maximum, minimum, mul, neg, pow, sub, where
 from ._ops.compare import all, any, eq, ge, gt, isfinite, isinf, isnan, le, lt, ne
 from ._ops.cumulative import cumprod, cumsum
-from ._ops.diagonal import diagonal
+from ._ops.diagonal import diag, diag_embed, diagonal
 from ._ops.index import gather, masked_fill, nonzero, scatter, scatter_add
 from ._ops.out import accepts_out
 from ._ops.pointwise import addcdiv, addcmul, lerp
@@ -93,6 +93,8 @@ __all__ = [
     "cos",
     "cumprod",
     "cumsum",
+    "diag",
+    "diag_embed",
     "diagonal",
     "div",
     "einsum",
@@ -201,6 +203,7 @@ _TAKE_OUT = [
     "cos",
     "cumprod",
     "cumsum",
+    "diag",
     "div",
     "exp",
     "gather",

@@ -839,6 +839,14 @@ class Tensor:
     ) -> Tensor:
         return _diagonal.diagonal(self, offset, dim1, dim2)
 
+    def diag(self, diagonal: builtins.int = 0) -> Tensor:
+        return _diagonal.diag(self, diagonal)
+
+    def diag_embed(
+        self, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1
+    ) -> Tensor:
+        return _diagonal.diag_embed(self, offset, dim1, dim2)
+
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
         """Refused with the error of ``.to("cuda")``: hookgrad computes on the CPU."""
         return self.to("cuda")

@@ -1,4 +1,4 @@
-"""Diagonals: ``diagonal``, a writable view as torch's.
+"""Diagonals: ``diagonal`` (a writable view, as torch's), ``diag`` and ``diag_embed``.
 
 Every op here reads or writes the same strided region, :func:`diagonal_of`; each backward
 writes the gradient into that region of zeros, or reads it back out.
@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ._base import Node, Tensor, edge, needs_grad
+from ._base import Node, Tensor, edge, needs_grad, record, wrap
 from ._graph import linear_grad, only
 from .reduce import normalize_dims
 from .shape import _as_view
 
-__all__ = ["diagonal", "diagonal_of"]
+__all__ = ["diag", "diag_embed", "diagonal", "diagonal_of"]
 
 
 def diagonal_of(d: np.ndarray, offset: int, axis1: int, axis2: int) -> np.ndarray:
@@ -58,6 +58,15 @@ class DiagonalBackward0(Node):
         return (linear_grad(self, g, value, lambda gg: diagonal(gg, offset, axis1, axis2)),)  # type: ignore[arg-type]
 
 
+class DiagonalCopyBackward(DiagonalBackward0):
+    """``diag`` of a matrix: torch copies the diagonal out (``diagonal_copy``)."""
+
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "DiagonalBackward0_copy"
+
+
 def _diagonal_node(
     x: Tensor, offset: int, axes: tuple[int, int], cls: type[DiagonalBackward0]
 ) -> DiagonalBackward0:
@@ -75,3 +84,55 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     out = diagonal_of(x._data, offset, *axes)
     node = _diagonal_node(x, offset, axes, DiagonalBackward0) if needs_grad(x) else None
     return _as_view(out, x, node)
+
+
+class DiagEmbedBackward0(Node):
+    """The gradient is the diagonal the input was written to."""
+
+    __slots__ = ("_axes", "_offset")
+
+    _axes: tuple[int, int]
+    _offset: int
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        return (np.array(diagonal_of(g, self._offset, *self._axes)),)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        offset, (axis1, axis2) = self._offset, self._axes
+        value = self.backward(g._data)[0]
+        return (linear_grad(self, g, value, lambda gg: diag_embed(gg, offset, axis1, axis2)),)  # type: ignore[arg-type]
+
+
+def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Zeros one dim larger than the input, with its last dim on a diagonal.
+
+    The diagonal is over ``dim1`` and ``dim2`` of the result (``offset`` above or below the
+    main one); the result's other dims are the input's others, in order."""
+    d = x._data
+    axes = _diagonal_axes(d.ndim + 1, dim1, dim2)
+    size = (d.shape[-1] if d.ndim else 1) + abs(offset)
+    rest = iter(d.shape[:-1])
+    shape = tuple(size if i in axes else next(rest) for i in range(d.ndim + 1))
+    out = np.zeros(shape, dtype=d.dtype)
+    diagonal_of(out, offset, *axes)[...] = d
+    if needs_grad(x):
+        node = DiagEmbedBackward0((edge(x),))
+        node._offset, node._axes = offset, axes
+        return record(out, node)
+    return wrap(out)
+
+
+def diag(x: Tensor, diagonal: int = 0) -> Tensor:
+    """A square matrix with a vector on a diagonal, or a copy of a matrix's diagonal.
+
+    ``diagonal`` > 0 is above the main diagonal, < 0 below."""
+    d = x._data
+    if d.ndim == 1:
+        return diag_embed(x, diagonal, 0, 1)
+    if d.ndim != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {d.ndim}D")
+    out = np.array(diagonal_of(d, diagonal, 0, 1))
+    if needs_grad(x):
+        return record(out, _diagonal_node(x, diagonal, (0, 1), DiagonalCopyBackward))
+    return wrap(out)

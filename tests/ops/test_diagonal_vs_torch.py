@@ -128,3 +128,106 @@ def test_diagonal_of_a_read_only_array_stays_read_only() -> None:
     with pytest.raises(ValueError, match="read-only"):
         diagonal_of(frozen, 0, 0, 1)[...] = 1
     assert hookgrad.zeros(2, 2).diagonal()._data.flags.writeable
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    x=hnp.arrays(
+        np.float32,
+        hnp.array_shapes(min_dims=1, max_dims=2, min_side=0, max_side=4),
+        elements=st.floats(-3, 3, width=32),
+    ),
+    offset=st.integers(-5, 5),
+)
+def test_diag_matches_torch(x: np.ndarray, offset: int) -> None:
+    """torch.diag and Tensor.diag: a vector becomes a square matrix with it on the
+    ``offset``-th diagonal, a matrix gives that diagonal; values and gradients are torch's."""
+
+    def program(L: Any, t: Any) -> Any:
+        out = L.diag(t, offset)
+        weights = L.arange(1, out.numel() + 1, dtype=L.float32).reshape(out.shape)
+        return out * weights, t.diag(diagonal=offset), L.diag(input=t)
+
+    assert_same(program, x)
+
+
+@st.composite
+def _diag_embed_calls(draw: st.DrawFn) -> tuple[np.ndarray, int, int, int]:
+    """An array of 1 to 3 dims, an offset and two distinct dims of the result (one more)."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
+    ndim = len(shape) + 1
+    axis1, axis2 = draw(st.permutations(range(ndim)))[:2]
+    dim1 = axis1 - draw(st.sampled_from([0, ndim]))
+    dim2 = axis2 - draw(st.sampled_from([0, ndim]))
+    values = draw(hnp.arrays(np.float32, shape, elements=st.floats(-3, 3, width=32)))
+    return values, draw(st.integers(-3, 3)), dim1, dim2
+
+
+@settings(max_examples=40, deadline=None)
+@given(call=_diag_embed_calls())
+def test_diag_embed_matches_torch(call: tuple[np.ndarray, int, int, int]) -> None:
+    """torch.diag_embed and Tensor.diag_embed: the last dim written on a diagonal of zeros
+    one dim larger, any offset and dims; values and gradients are torch's."""
+    x, offset, dim1, dim2 = call
+
+    def program(L: Any, t: Any) -> Any:
+        out = L.diag_embed(t, offset, dim1, dim2)
+        weights = L.arange(1, out.numel() + 1, dtype=L.float32).reshape(out.shape)
+        return out * weights, t.diag_embed(offset=offset, dim1=dim1, dim2=dim2), t.diag_embed()
+
+    assert_same(program, x)
+
+
+def test_diag_nodes_and_copies(lib: Any) -> None:
+    """diag of a vector records DiagEmbedBackward0, of a matrix DiagonalBackward0_copy: both
+    results are copies, not views; integers keep their dtype."""
+    v = lib.tensor([1.0, 2.0], requires_grad=True)
+    m = lib.diag(v, -1)
+    assert m.grad_fn.name() == "DiagEmbedBackward0" and m._base is None
+    assert m.tolist() == [[0, 0, 0], [1, 0, 0], [0, 2, 0]]
+    x = lib.ones(2, 3, requires_grad=True)
+    d = (x * 1).diag(1)
+    assert d.grad_fn.name() == "DiagonalBackward0_copy" and d._base is None
+    base = lib.zeros(2, 2)
+    base.diag().fill_(1.0)
+    assert base.tolist() == [[0, 0], [0, 0]]
+    assert lib.diag(lib.tensor([1, 2])).dtype == lib.int64
+    assert lib.diag_embed(lib.tensor([[1, 2]])).tolist() == [[[1, 0], [0, 2]]]
+
+
+def test_diag_writes_into_out(lib: Any) -> None:
+    """torch.diag takes ``out=`` as torch's does."""
+    out = lib.empty(2, 2)
+    assert lib.diag(lib.tensor([3.0, 4.0]), out=out) is out
+    assert out.tolist() == [[3, 0], [0, 4]]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda L, a: L.diag((a * a)[0], 1)[1:, :4] * a,
+        lambda L, a: L.diag(a * a, -1) * a[1:, 0],
+        lambda L, a: (a * a).diag_embed(1, 0, 2) * a[0, 0],
+    ],
+)
+def test_diag_double_backward_matches_torch(program: Any) -> None:
+    """create_graph=True through diag and diag_embed gives torch's first and second
+    gradients."""
+    assert_second_order_same(program, rand(4, 4))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L: L.diag(L.zeros(2, 2, 2)),
+        lambda L: L.tensor(1.0).diag(),
+        lambda L: L.diag_embed(L.zeros(2, 3), 0, 0, 0),
+        lambda L: L.diag_embed(L.zeros(2, 3), 0, 1, 3),
+        lambda L: L.diag_embed(L.zeros(2, 3), 0, -1, 2),
+        lambda L: L.tensor(1.0).diag_embed(),
+    ],
+)
+def test_diag_errors_match_torch(fails_like_torch: Any, call: Any) -> None:
+    """diag of other than 1-D or 2-D input and diag_embed with identical or out-of-range dims
+    fail with torch's error."""
+    fails_like_torch(call)
