@@ -168,6 +168,7 @@ from ._functions import (
     t,
     tanh,
     topk,
+    trace,
     transpose,
     tril,
     triu,
@@ -540,6 +541,7 @@ __all__ = [
     "diagonal",
     "diag",
     "diag_embed",
+    "trace",
 ]
 
 

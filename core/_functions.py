@@ -8,7 +8,7 @@ from ._ops._base import public_op
 from ._ops.arith import add, div, matmul, maximum, minimum, mul, neg, pow, sub, where
 from ._ops.compare import all, any, eq, ge, gt, isfinite, isinf, isnan, le, lt, ne
 from ._ops.cumulative import cumprod, cumsum
-from ._ops.diagonal import diag, diag_embed, diagonal
+from ._ops.diagonal import diag, diag_embed, diagonal, trace
 from ._ops.index import gather, masked_fill, nonzero, scatter, scatter_add
 from ._ops.out import accepts_out
 from ._ops.pointwise import addcdiv, addcmul, lerp
@@ -165,6 +165,7 @@ __all__ = [
     "t",
     "tanh",
     "topk",
+    "trace",
     "transpose",
     "tril",
     "triu",

@@ -847,6 +847,9 @@ class Tensor:
     ) -> Tensor:
         return _diagonal.diag_embed(self, offset, dim1, dim2)
 
+    def trace(self) -> Tensor:
+        return _diagonal.trace(self)
+
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
         """Refused with the error of ``.to("cuda")``: hookgrad computes on the CPU."""
         return self.to("cuda")

@@ -1,4 +1,4 @@
-"""Diagonals: ``diagonal`` (a writable view, as torch's), ``diag`` and ``diag_embed``.
+"""Diagonals: ``diagonal`` (a writable view, as torch's), ``diag``, ``diag_embed``, ``trace``.
 
 Every op here reads or writes the same strided region, :func:`diagonal_of`; each backward
 writes the gradient into that region of zeros, or reads it back out.
@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .._dtype import opsum
 from ._base import Node, Tensor, edge, needs_grad, record, wrap
 from ._graph import linear_grad, only
 from .reduce import normalize_dims
 from .shape import _as_view
 
-__all__ = ["diag", "diag_embed", "diagonal", "diagonal_of"]
+__all__ = ["diag", "diag_embed", "diagonal", "diagonal_of", "trace"]
 
 
 def diagonal_of(d: np.ndarray, offset: int, axis1: int, axis2: int) -> np.ndarray:
@@ -135,4 +136,38 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
     out = np.array(diagonal_of(d, diagonal, 0, 1))
     if needs_grad(x):
         return record(out, _diagonal_node(x, diagonal, (0, 1), DiagonalCopyBackward))
+    return wrap(out)
+
+
+class TraceBackward0(Node):
+    """The (0-d) gradient lands on the main diagonal of zeros shaped as the input."""
+
+    __slots__ = ("_shape",)
+
+    _shape: tuple[int, ...]
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        grad = np.zeros(self._shape, dtype=g.dtype)
+        diagonal_of(grad, 0, 0, 1)[...] = g
+        return (grad,)
+
+    def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = only(grads)
+        return (linear_grad(self, g, self.backward(g._data)[0], trace),)
+
+
+def trace(x: Tensor) -> Tensor:
+    """The sum of a matrix's main diagonal; integer matrices sum to int64, as torch's."""
+    d = x._data
+    if d.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {d.ndim}")
+    if d.dtype == np.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    out = opsum(diagonal_of(d, 0, 0, 1))
+    if d.dtype.kind in "iu":
+        out = out.astype(np.int64)
+    if needs_grad(x):
+        node = TraceBackward0((edge(x),))
+        node._shape = d.shape
+        return record(out, node)
     return wrap(out)

@@ -231,3 +231,48 @@ def test_diag_errors_match_torch(fails_like_torch: Any, call: Any) -> None:
     """diag of other than 1-D or 2-D input and diag_embed with identical or out-of-range dims
     fail with torch's error."""
     fails_like_torch(call)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    x=hnp.arrays(
+        np.float32,
+        hnp.array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=5),
+        elements=st.floats(-3, 3, width=32),
+    )
+)
+def test_trace_matches_torch(x: np.ndarray) -> None:
+    """torch.trace and Tensor.trace sum the main diagonal of any matrix (empty too), with
+    torch's gradient."""
+    assert_same(lambda L, t: (L.trace(t) * 3, t.trace(), L.trace(input=t * t)), x)
+
+
+def test_trace_node_and_dtypes(lib: Any) -> None:
+    """trace records TraceBackward0; integer matrices give int64, float16 stays float16."""
+    x = lib.ones(2, 3, requires_grad=True)
+    t = lib.trace(x * 2)
+    assert t.grad_fn.name() == "TraceBackward0" and t.item() == 4.0
+    t.backward()
+    assert x.grad.tolist() == [[2, 0, 0], [0, 2, 0]]
+    assert lib.tensor([[1, 2], [3, 4]], dtype=lib.int32).trace().dtype == lib.int64
+    assert lib.ones(2, 2, dtype=lib.uint8).trace().dtype == lib.int64
+    assert lib.ones(3, 3, dtype=lib.float16).trace().dtype == lib.float16
+
+
+def test_trace_double_backward_matches_torch() -> None:
+    """create_graph=True through trace gives torch's first and second gradients."""
+    assert_second_order_same(lambda L, a: L.trace(a * a) * a, rand(3, 4))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L: L.trace(L.zeros(2, 2, 2)),
+        lambda L: L.zeros(3).trace(),
+        lambda L: L.trace(L.tensor(1.0)),
+        lambda L: L.trace(L.ones(2, 2, dtype=L.bool)),
+    ],
+)
+def test_trace_errors_match_torch(fails_like_torch: Any, call: Any) -> None:
+    """trace of anything but a matrix, or of a bool one, fails with torch's error."""
+    fails_like_torch(call)
