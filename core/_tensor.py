@@ -192,6 +192,12 @@ class Tensor:
     def _version(self) -> int:
         return self._vbox[0]
 
+    @property
+    def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is: 0 for leaves and single outputs,
+        the piece's number for ``unbind``/``split``/``chunk``, as torch's."""
+        return self._output_nr
+
     # ------------------------------------------------------------------ autograd state
     @property
     def grad_fn(self) -> Node | None:
