@@ -176,7 +176,7 @@ def _operand(other: Any) -> Any:
 
 def bump(x: Tensor) -> Tensor:
     """Count an in-place write that recorded nothing (the data is already changed)."""
-    if x._grad_fn is not None or x._base is not None:
+    if x._grad_fn is not None or x._base is not None or hasattr(x, "_detached_from"):
         pin_saved_output(x)
     x._vbox[0] += 1
     return x
