@@ -79,6 +79,7 @@ class Tensor:
         "_acc",
         "_base",
         "_data",
+        "_detached_from",
         "_grad",
         "_grad_fn",
         "_hooks",
@@ -103,6 +104,9 @@ class Tensor:
     # the view was made (torch's CreationMeta). See hookgrad.autograd._view.
     _view_version: int
     _view_kind: int
+    # Set only on detach() outputs, read (with a default) only when one is written in place:
+    # the tensor it was detached from, whose node may keep the shared array as its output.
+    _detached_from: Tensor
 
     # numpy must defer to Tensor's reflected operators (np.float32(2) * t -> t.__rmul__).
     __array_ufunc__ = None
@@ -316,9 +320,17 @@ class Tensor:
         return self._hooks
 
     def detach(self) -> Tensor:
-        # Shares storage, so shares the version counter; the base lets an in-place write to
-        # the detached tensor invalidate outputs saved by this tensor's node, as in torch.
-        return _make_view(_wrap(self._data), self, _PLAIN)
+        """A tensor outside the graph sharing this one's memory and version counter: no view
+        for autograd (``_base`` is None, as torch's), but a write through it still
+        invalidates the output this tensor's node saved (``_ops.inplace.pin_saved_output``)."""
+        out = _wrap(self._data)
+        out._vbox = self._vbox
+        out._detached_from = self
+        return out
+
+    def _is_view(self) -> bool:
+        """True for the result of a view op (``_base`` is its base), as torch's."""
+        return self._base is not None
 
     def _read_only_alias(self) -> Tensor:
         """This tensor over a read-only view, same autograd identity (``hookgrad._read_only``):
@@ -1168,7 +1180,6 @@ from ._ops._base import numpy_names as _numpy_names  # noqa: E402
 from .autograd._view import DETACH_VIEW_MESSAGE as _DETACH_VIEW_MESSAGE  # noqa: E402
 from .autograd._view import PLAIN as _PLAIN  # noqa: E402
 from .autograd._view import current_grad_fn as _current_grad_fn  # noqa: E402
-from .autograd._view import make_view as _make_view  # noqa: E402
 
 
 def _method_and_inplace(name: str, op: Callable[..., Tensor]) -> None:
