@@ -64,11 +64,13 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class created by a class statement
 class _TensorHooks:
     """Hooks owned by the tensor itself rather than by a graph node."""
 
-    __slots__ = ("post_accumulate", "retains_grad")
+    __slots__ = ("post_accumulate", "retains_grad", "unreached")
 
     def __init__(self) -> None:
         self.post_accumulate = HookDict()
         self.retains_grad = False
+        # register_hook hooks of a view with no history (Tensor.register_hook): kept, never run
+        self.unreached: HookDict | None = None
 
 
 class Tensor:
@@ -346,20 +348,31 @@ class Tensor:
 
     # ------------------------------------------------------------------ hooks
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
-        """Register ``hook(grad)``, run each backward before the gradient is used (T-1..T-6)."""
-        if not self._requires_grad:
+        """Register ``hook(grad)``, run each backward before the gradient is used (T-1..T-6).
+
+        A view that requires grad only through its base and has no history (made under
+        no_grad, or before the base required grad) takes the hook, as torch's does, but no
+        gradient ever reaches it: the hook is kept on the tensor and never runs."""
+        if not self._requires_grad and not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         from ._ops._base import edge
 
-        node, nr = edge(self)  # type: ignore[misc]
-        table = node._hook_tables().tensor_pre.setdefault(nr, SnapshotHookDict())
+        target = edge(self)
+        if target is None:
+            hooks = self._own_hooks()
+            if hooks.unreached is None:
+                hooks.unreached = HookDict()
+            table = hooks.unreached
+        else:
+            node, nr = target
+            table = node._hook_tables().tensor_pre.setdefault(nr, SnapshotHookDict())
         handle = RemovableHandle(table)
         table[handle.id] = hook
         return handle
 
     def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
         """Register ``hook(tensor)``, run after ``.grad`` of this leaf is updated (T-9, T-10)."""
-        if not self._requires_grad:
+        if not self._requires_grad and not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             raise RuntimeError(
@@ -372,7 +385,7 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for a non-leaf (after all its hooks, T-11); a no-op on leaves."""
-        if not self._requires_grad:
+        if not self._requires_grad and not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None or self.retains_grad:
             return
