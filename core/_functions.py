@@ -12,7 +12,7 @@ from ._ops.diagonal import diag, diag_embed, diagonal, trace
 from ._ops.index import gather, masked_fill, nonzero, scatter, scatter_add
 from ._ops.out import accepts_out
 from ._ops.pointwise import addcdiv, addcmul, lerp
-from ._ops.products import baddbmm, bmm, einsum, mv
+from ._ops.products import baddbmm, bmm, einsum, mm, mv
 from ._ops.random import bernoulli, histc, histogram, multinomial, normal
 from ._ops.rearrange import flip, index_select, narrow, repeat_interleave, tril, triu
 from ._ops.reduce import (
@@ -190,7 +190,6 @@ globals().update(
     }
 )
 clip = clamp
-mm = matmul
 
 # torch's function forms that take ``out=`` (the ones training code uses).
 _TAKE_OUT = [

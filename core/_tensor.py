@@ -562,8 +562,8 @@ class Tensor:
     floor_divide = __floordiv__
     remainder = __mod__
 
-    def mm(self, other: Tensor) -> Tensor:
-        return _arith.matmul(self, other)
+    def mm(self, mat2: Tensor) -> Tensor:
+        return _products.mm(self, mat2)
 
     def bmm(self, mat2: Tensor) -> Tensor:
         return _products.bmm(self, mat2)

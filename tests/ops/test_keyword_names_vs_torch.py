@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 # public functions not made by the generated wrapper, or whose torch name is no Python name
 _NOT_WRAPPED = {
-    "allclose", "empty_like", "equal", "from_numpy", "full_like", "mm", "ones_like",
+    "allclose", "empty_like", "equal", "from_numpy", "full_like", "ones_like",
     "rand_like", "randn_like", "set_num_threads", "zeros_like",
 }  # fmt: skip
 
@@ -76,6 +76,9 @@ _CALLS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "maximum": lambda L, x, y: L.maximum(input=x, other=y),
     "matmul": lambda L, x, y: L.matmul(input=x, other=y.T),
     "bmm": lambda L, x, y: L.bmm(input=x[None], mat2=y.T[None]),
+    "mm": lambda L, x, y: L.mm(input=x, mat2=y.T),
+    "mm_out": lambda L, x, y: L.mm(x, y.T, out=L.empty(0, dtype=L.float64)),
+    "Tensor.mm": lambda L, x, y: x.mm(mat2=y.T),
     "mv": lambda L, x, y: L.mv(input=x, vec=y[0]),
     "sum": lambda L, x, y: L.sum(input=x, dim=1),
     "softmax": lambda L, x, y: L.softmax(input=x, dim=-1),
@@ -96,9 +99,35 @@ def test_calls_with_torch_keywords_match_torch(name: str) -> None:
     call = _CALLS[name]
     got = call(hookgrad, hookgrad.tensor(x), hookgrad.tensor(y))
     expected = call(torch, torch.tensor(x), torch.tensor(y))
-    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
+    assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
 
 
 def test_renamed_parameter_still_named_in_errors(fails_like_torch: Any) -> None:
     """A non-tensor first argument is named with torch's name, as torch's error does."""
     fails_like_torch(lambda lib: lib.add(None, lib.ones(2)))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L: L.mm(L.ones(3), L.ones(3, 4)),
+        lambda L: L.mm(L.ones(2, 2, 3), L.ones(3, 4)),
+        lambda L: L.ones(2, 3).mm(L.ones(3)),
+        lambda L: L.mm(L.ones(2, 3), L.ones(4, 4)),
+        lambda L: L.mm(L.ones(2, 3), L.ones(3, 4, dtype=L.float64)),
+        lambda L: L.mm(L.ones(2, 3, dtype=L.int64), L.ones(4, 4, dtype=L.int32)),
+        lambda L: L.mm(L.ones(2, 3), [1.0]),
+        lambda L: L.mm(L.ones(2, 3, requires_grad=True), L.ones(3, 4), out=L.empty(2, 4)),
+    ],
+)
+def test_mm_refuses_what_torch_refuses(fails_like_torch: Any, call: Any) -> None:
+    """torch.mm and Tensor.mm take two matrices of one dtype only, with torch's errors (its
+    out= error names mm)."""
+    fails_like_torch(call)
+
+
+def test_mm_takes_no_other_keyword(lib: Any) -> None:
+    """torch.mm's second parameter is mat2: matmul's ``other=`` is a TypeError."""
+    with pytest.raises(TypeError):
+        lib.mm(lib.ones(2, 3), other=lib.ones(3, 4))
