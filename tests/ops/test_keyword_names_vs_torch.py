@@ -17,10 +17,7 @@ import hookgrad
 torch = pytest.importorskip("torch")
 
 # public functions not made by the generated wrapper, or whose torch name is no Python name
-_NOT_WRAPPED = {
-    "allclose", "empty_like", "equal", "from_numpy", "full_like", "ones_like",
-    "rand_like", "randn_like", "set_num_threads", "zeros_like",
-}  # fmt: skip
+_NOT_WRAPPED = {"allclose", "equal", "from_numpy", "set_num_threads"}
 
 
 def _positional_names(fn: Any) -> list[str] | None:
@@ -79,6 +76,12 @@ _CALLS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "mm": lambda L, x, y: L.mm(input=x, mat2=y.T),
     "mm_out": lambda L, x, y: L.mm(x, y.T, out=L.empty(0, dtype=L.float64)),
     "Tensor.mm": lambda L, x, y: x.mm(mat2=y.T),
+    "zeros_like": lambda L, x, y: L.zeros_like(input=x, dtype=L.float32) + x,
+    "ones_like": lambda L, x, y: L.ones_like(input=x, requires_grad=True) * x,
+    "empty_like": lambda L, x, y: L.empty_like(input=x, dtype=L.int64).shape[0] + x,
+    "full_like": lambda L, x, y: L.full_like(input=x, fill_value=2, dtype=L.float64) * x,
+    "rand_like": lambda L, x, y: L.rand_like(input=x, generator=L.Generator().manual_seed(3)),
+    "randn_like": lambda L, x, y: L.randn_like(x, generator=L.Generator().manual_seed(4)),
     "mv": lambda L, x, y: L.mv(input=x, vec=y[0]),
     "sum": lambda L, x, y: L.sum(input=x, dim=1),
     "softmax": lambda L, x, y: L.softmax(input=x, dim=-1),
