@@ -31,6 +31,15 @@ def diagonal_of(d: np.ndarray, offset: int, axis1: int, axis2: int) -> np.ndarra
     return as_strided(corner, shape, strides, writeable=corner.flags.writeable)
 
 
+def _on_diagonal(
+    g: np.ndarray, shape: tuple[int, ...], offset: int, axes: tuple[int, int]
+) -> np.ndarray:
+    """Zeros shaped ``shape`` with ``g`` on that diagonal: the gradient of taking it."""
+    grad = np.zeros(shape, dtype=g.dtype)
+    diagonal_of(grad, offset, *axes)[...] = g
+    return grad
+
+
 def _diagonal_axes(ndim: int, dim1: int, dim2: int) -> tuple[int, int]:
     axis1, axis2 = normalize_dims((dim1, dim2), ndim)
     if axis1 == axis2:
@@ -48,15 +57,13 @@ class DiagonalBackward0(Node):
     _shape: tuple[int, ...]
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        grad = np.zeros(self._shape, dtype=g.dtype)
-        diagonal_of(grad, self._offset, *self._axes)[...] = g
-        return (grad,)
+        return (_on_diagonal(g, self._shape, self._offset, self._axes),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         g = only(grads)
         offset, (axis1, axis2) = self._offset, self._axes
-        value = self.backward(g._data)[0]
-        return (linear_grad(self, g, value, lambda gg: diagonal(gg, offset, axis1, axis2)),)  # type: ignore[arg-type]
+        value = _on_diagonal(g._data, self._shape, offset, self._axes)
+        return (linear_grad(self, g, value, lambda gg: diagonal(gg, offset, axis1, axis2)),)
 
 
 class DiagonalCopyBackward(DiagonalBackward0):
@@ -101,8 +108,8 @@ class DiagEmbedBackward0(Node):
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         g = only(grads)
         offset, (axis1, axis2) = self._offset, self._axes
-        value = self.backward(g._data)[0]
-        return (linear_grad(self, g, value, lambda gg: diag_embed(gg, offset, axis1, axis2)),)  # type: ignore[arg-type]
+        value = np.array(diagonal_of(g._data, offset, axis1, axis2))
+        return (linear_grad(self, g, value, lambda gg: diag_embed(gg, offset, axis1, axis2)),)
 
 
 def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -147,13 +154,11 @@ class TraceBackward0(Node):
     _shape: tuple[int, ...]
 
     def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        grad = np.zeros(self._shape, dtype=g.dtype)
-        diagonal_of(grad, 0, 0, 1)[...] = g
-        return (grad,)
+        return (_on_diagonal(g, self._shape, 0, (0, 1)),)
 
     def backward_graph(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         g = only(grads)
-        return (linear_grad(self, g, self.backward(g._data)[0], trace),)
+        return (linear_grad(self, g, _on_diagonal(g._data, self._shape, 0, (0, 1)), trace),)
 
 
 def trace(x: Tensor) -> Tensor:
