@@ -96,6 +96,9 @@ from ._functions import (
     cos,
     cumprod,
     cumsum,
+    diag,
+    diag_embed,
+    diagonal,
     div,
     einsum,
     eq,
@@ -165,6 +168,7 @@ from ._functions import (
     t,
     tanh,
     topk,
+    trace,
     transpose,
     tril,
     triu,
@@ -534,6 +538,10 @@ __all__ = [
     "tile",
     "trunc",
     "unflatten",
+    "diagonal",
+    "diag",
+    "diag_embed",
+    "trace",
 ]
 
 

@@ -242,14 +242,14 @@ def full(
     return _leaf(np.full(_shape((size,), "full"), fill_value, dtype=target), requires_grad)
 
 
-def _like(t: Tensor, dtype: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
+def _like(input: Tensor, dtype: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """The shape and dtype of a ``*_like`` result (``memory_format=`` is accepted by the
     callers and changes nothing: hookgrad tensors are row-major)."""
-    return t._data.shape, resolve_dtype(dtype) or t._data.dtype
+    return input._data.shape, resolve_dtype(dtype) or input._data.dtype
 
 
 def zeros_like(
-    t: Tensor,
+    input: Tensor,
     *,
     dtype: Any = None,
     device: Any = None,
@@ -257,12 +257,12 @@ def zeros_like(
     memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(input, dtype)
     return _leaf(np.zeros(shape, dtype=dt), requires_grad)
 
 
 def ones_like(
-    t: Tensor,
+    input: Tensor,
     *,
     dtype: Any = None,
     device: Any = None,
@@ -270,12 +270,12 @@ def ones_like(
     memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(input, dtype)
     return _leaf(np.ones(shape, dtype=dt), requires_grad)
 
 
 def empty_like(
-    t: Tensor,
+    input: Tensor,
     *,
     dtype: Any = None,
     device: Any = None,
@@ -283,12 +283,12 @@ def empty_like(
     memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(input, dtype)
     return _leaf(np.empty(shape, dtype=dt), requires_grad)
 
 
 def full_like(
-    t: Tensor,
+    input: Tensor,
     fill_value: Any,
     *,
     dtype: Any = None,
@@ -297,34 +297,36 @@ def full_like(
     memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(input, dtype)
     return _leaf(np.full(shape, fill_value, dtype=dt), requires_grad)
 
 
 def rand_like(
-    t: Tensor,
+    input: Tensor,
     *,
+    generator: Generator | None = None,
     dtype: Any = None,
     device: Any = None,
     requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
-    shape, dt = _like(t, dtype)
-    return _leaf(default_generator.stream.uniform(shape, dt), requires_grad)
+    shape, dt = _like(input, dtype)
+    return _leaf(_generator(generator).uniform(shape, dt), requires_grad)
 
 
 def randn_like(
-    t: Tensor,
+    input: Tensor,
     *,
+    generator: Generator | None = None,
     dtype: Any = None,
     device: Any = None,
     requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
     _cpu_only(device)
-    shape, dt = _like(t, dtype)
-    return _leaf(default_generator.stream.normal(shape, dt), requires_grad)
+    shape, dt = _like(input, dtype)
+    return _leaf(_generator(generator).normal(shape, dt), requires_grad)
 
 
 def arange(

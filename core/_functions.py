@@ -8,10 +8,11 @@ from ._ops._base import public_op
 from ._ops.arith import add, div, matmul, maximum, minimum, mul, neg, pow, sub, where
 from ._ops.compare import all, any, eq, ge, gt, isfinite, isinf, isnan, le, lt, ne
 from ._ops.cumulative import cumprod, cumsum
+from ._ops.diagonal import diag, diag_embed, diagonal, trace
 from ._ops.index import gather, masked_fill, nonzero, scatter, scatter_add
 from ._ops.out import accepts_out
 from ._ops.pointwise import addcdiv, addcmul, lerp
-from ._ops.products import baddbmm, bmm, einsum, mv
+from ._ops.products import baddbmm, bmm, einsum, mm, mv
 from ._ops.random import bernoulli, histc, histogram, multinomial, normal
 from ._ops.rearrange import flip, index_select, narrow, repeat_interleave, tril, triu
 from ._ops.reduce import (
@@ -92,6 +93,9 @@ __all__ = [
     "cos",
     "cumprod",
     "cumsum",
+    "diag",
+    "diag_embed",
+    "diagonal",
     "div",
     "einsum",
     "eq",
@@ -161,6 +165,7 @@ __all__ = [
     "t",
     "tanh",
     "topk",
+    "trace",
     "transpose",
     "tril",
     "triu",
@@ -185,7 +190,6 @@ globals().update(
     }
 )
 clip = clamp
-mm = matmul
 
 # torch's function forms that take ``out=`` (the ones training code uses).
 _TAKE_OUT = [
@@ -199,6 +203,7 @@ _TAKE_OUT = [
     "cos",
     "cumprod",
     "cumsum",
+    "diag",
     "div",
     "exp",
     "gather",

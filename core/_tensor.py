@@ -64,11 +64,13 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class created by a class statement
 class _TensorHooks:
     """Hooks owned by the tensor itself rather than by a graph node."""
 
-    __slots__ = ("post_accumulate", "retains_grad")
+    __slots__ = ("post_accumulate", "retains_grad", "unreached")
 
     def __init__(self) -> None:
         self.post_accumulate = HookDict()
         self.retains_grad = False
+        # register_hook hooks of a view with no history (Tensor.register_hook): kept, never run
+        self.unreached: HookDict | None = None
 
 
 class Tensor:
@@ -79,6 +81,7 @@ class Tensor:
         "_acc",
         "_base",
         "_data",
+        "_detached_from",
         "_grad",
         "_grad_fn",
         "_hooks",
@@ -103,6 +106,9 @@ class Tensor:
     # the view was made (torch's CreationMeta). See hookgrad.autograd._view.
     _view_version: int
     _view_kind: int
+    # Set only on detach() outputs, read (with a default) only when one is written in place:
+    # the tensor it was detached from, whose node may keep the shared array as its output.
+    _detached_from: Tensor
 
     # numpy must defer to Tensor's reflected operators (np.float32(2) * t -> t.__rmul__).
     __array_ufunc__ = None
@@ -191,6 +197,12 @@ class Tensor:
     @property
     def _version(self) -> int:
         return self._vbox[0]
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is: 0 for leaves and single outputs,
+        the piece's number for ``unbind``/``split``/``chunk``, as torch's."""
+        return self._output_nr
 
     # ------------------------------------------------------------------ autograd state
     @property
@@ -310,9 +322,17 @@ class Tensor:
         return self._hooks
 
     def detach(self) -> Tensor:
-        # Shares storage, so shares the version counter; the base lets an in-place write to
-        # the detached tensor invalidate outputs saved by this tensor's node, as in torch.
-        return _make_view(_wrap(self._data), self, _PLAIN)
+        """A tensor outside the graph sharing this one's memory and version counter: no view
+        for autograd (``_base`` is None, as torch's), but a write through it still
+        invalidates the output this tensor's node saved (``_ops.inplace.pin_saved_output``)."""
+        out = _wrap(self._data)
+        out._vbox = self._vbox
+        out._detached_from = self
+        return out
+
+    def _is_view(self) -> bool:
+        """True for the result of a view op (``_base`` is its base), as torch's."""
+        return self._base is not None
 
     def _read_only_alias(self) -> Tensor:
         """This tensor over a read-only view, same autograd identity (``hookgrad._read_only``):
@@ -328,20 +348,31 @@ class Tensor:
 
     # ------------------------------------------------------------------ hooks
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
-        """Register ``hook(grad)``, run each backward before the gradient is used (T-1..T-6)."""
-        if not self._requires_grad:
+        """Register ``hook(grad)``, run each backward before the gradient is used (T-1..T-6).
+
+        A view that requires grad only through its base and has no history (made under
+        no_grad, or before the base required grad) takes the hook, as torch's does, but no
+        gradient ever reaches it: the hook is kept on the tensor and never runs."""
+        if not self._requires_grad and not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         from ._ops._base import edge
 
-        node, nr = edge(self)  # type: ignore[misc]
-        table = node._hook_tables().tensor_pre.setdefault(nr, SnapshotHookDict())
+        target = edge(self)
+        if target is None:
+            hooks = self._own_hooks()
+            if hooks.unreached is None:
+                hooks.unreached = HookDict()
+            table = hooks.unreached
+        else:
+            node, nr = target
+            table = node._hook_tables().tensor_pre.setdefault(nr, SnapshotHookDict())
         handle = RemovableHandle(table)
         table[handle.id] = hook
         return handle
 
     def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
         """Register ``hook(tensor)``, run after ``.grad`` of this leaf is updated (T-9, T-10)."""
-        if not self._requires_grad:
+        if not self._requires_grad and not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             raise RuntimeError(
@@ -354,7 +385,7 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for a non-leaf (after all its hooks, T-11); a no-op on leaves."""
-        if not self._requires_grad:
+        if not self._requires_grad and not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None or self.retains_grad:
             return
@@ -531,8 +562,8 @@ class Tensor:
     floor_divide = __floordiv__
     remainder = __mod__
 
-    def mm(self, other: Tensor) -> Tensor:
-        return _arith.matmul(self, other)
+    def mm(self, mat2: Tensor) -> Tensor:
+        return _products.mm(self, mat2)
 
     def bmm(self, mat2: Tensor) -> Tensor:
         return _products.bmm(self, mat2)
@@ -834,6 +865,22 @@ class Tensor:
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
         return _shape.unbind(self, dim)
 
+    def diagonal(
+        self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1
+    ) -> Tensor:
+        return _diagonal.diagonal(self, offset, dim1, dim2)
+
+    def diag(self, diagonal: builtins.int = 0) -> Tensor:
+        return _diagonal.diag(self, diagonal)
+
+    def diag_embed(
+        self, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1
+    ) -> Tensor:
+        return _diagonal.diag_embed(self, offset, dim1, dim2)
+
+    def trace(self) -> Tensor:
+        return _diagonal.trace(self)
+
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
         """Refused with the error of ``.to("cuda")``: hookgrad computes on the CPU."""
         return self.to("cuda")
@@ -1130,6 +1177,7 @@ from ._ops import arith as _arith  # noqa: E402
 from ._ops import compare as _compare  # noqa: E402
 from ._ops import composite as _composite  # noqa: E402
 from ._ops import cumulative as _cumulative  # noqa: E402
+from ._ops import diagonal as _diagonal  # noqa: E402
 from ._ops import elementwise as _elementwise  # noqa: E402
 from ._ops import index as _index  # noqa: E402
 from ._ops import inplace as _inplace  # noqa: E402
@@ -1145,7 +1193,6 @@ from ._ops._base import numpy_names as _numpy_names  # noqa: E402
 from .autograd._view import DETACH_VIEW_MESSAGE as _DETACH_VIEW_MESSAGE  # noqa: E402
 from .autograd._view import PLAIN as _PLAIN  # noqa: E402
 from .autograd._view import current_grad_fn as _current_grad_fn  # noqa: E402
-from .autograd._view import make_view as _make_view  # noqa: E402
 
 
 def _method_and_inplace(name: str, op: Callable[..., Tensor]) -> None:

@@ -70,15 +70,16 @@ def pin_saved_output(x: Tensor) -> None:
     Nodes such as ExpBackward0 or TanhBackward0 keep their output array but record no version
     for it (a tensor saving its own node would be a reference cycle on every op). The first
     in-place write pins the current version on that node instead, so backward raises as torch
-    does rather than use the new values. ``x`` may be the output or a view of it, or a view
-    of a ``detach()`` of it (whose base is the detached tensor, whose base is the output).
+    does rather than use the new values. ``x`` may be the output, a view of it, a
+    ``detach()`` of it (which is no view but remembers its source in ``_detached_from``), or
+    any chain of these.
     """
     t: Tensor | None = x
     while t is not None:
         fn = t._grad_fn
         if fn is not None and getattr(fn, "out", None) is t._data:
             _pin(fn, t)
-        t = t._base
+        t = t._base if t._base is not None else getattr(t, "_detached_from", None)
 
 
 def _pin(fn: Node, t: Tensor) -> None:
@@ -175,7 +176,7 @@ def _operand(other: Any) -> Any:
 
 def bump(x: Tensor) -> Tensor:
     """Count an in-place write that recorded nothing (the data is already changed)."""
-    if x._grad_fn is not None or x._base is not None:
+    if x._grad_fn is not None or x._base is not None or hasattr(x, "_detached_from"):
         pin_saved_output(x)
     x._vbox[0] += 1
     return x

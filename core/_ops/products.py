@@ -1,4 +1,4 @@
-"""Products beyond ``matmul``: bmm, mv, dot, baddbmm and einsum (numpy's einsum both ways)."""
+"""Products beyond ``matmul``: mm, bmm, mv, dot, baddbmm and einsum (numpy's einsum both ways)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from .._dtype import is_reduced_float
+from .._dtype import c_type_name, is_reduced_float
 from ..amp._state import state as _autocast
 from ..amp._state import to_lower, without_autocast
 from ._base import Node, Tensor, edge, needs_grad, not_a_tensor, record, sum_to, wrap
 from .arith import broadcast_error, matmul
 
-__all__ = ["baddbmm", "bmm", "dot", "einsum", "mv"]
+__all__ = ["baddbmm", "bmm", "dot", "einsum", "mm", "mv"]
 
 
 def _check_bmm(a: Tensor, b: Tensor, op: str) -> None:
@@ -34,6 +34,22 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     """Batched matrix product of two 3-D tensors (``BmmBackward0``)."""
     _check_bmm(a, b, "bmm")
     return matmul(a, b)
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    """Product of two matrices of one dtype (``MmBackward0``), with torch's errors."""
+    if not isinstance(b, Tensor):
+        raise not_a_tensor("mm", "mat2", b, 2)
+    for name, t in (("self", a), ("mat2", b)):
+        if t._data.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix")
+    da, db = a._data.dtype, b._data.dtype
+    if da != db and _autocast.lower is None and a._data.shape[1] == b._data.shape[0]:
+        raise RuntimeError(
+            "expected m1 and m2 to have the same dtype, but got: "
+            f"{c_type_name(da)} != {c_type_name(db)}"
+        )
+    return matmul(a, b)  # a shape mismatch is matmul's error, which is torch's mm's
 
 
 def mv(a: Tensor, v: Tensor) -> Tensor:

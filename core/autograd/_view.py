@@ -43,7 +43,8 @@ DEFAULT = 0  # by a view op with grad mode on: its history may be regenerated
 NO_GRAD = 1  # with grad mode off
 MULTI_OUTPUT = 2  # as one of several views returned by one op (unbind, split, chunk)
 CUSTOM = 3  # returned by a custom Function or a module backward-hook wrapper
-PLAIN = 4  # detach(): shares memory and version, but is no view for autograd
+PLAIN = 4  # shares memory and version, but is no view for autograd (detach() no longer
+# makes one: its output has no base, as torch's; see Tensor.detach)
 
 _HOW = {
     MULTI_OUTPUT: (

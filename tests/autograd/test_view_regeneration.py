@@ -39,6 +39,8 @@ OBSERVED: dict[str, Callable[[Any], Any]] = {
     "expand": lambda x: x[:, :1].expand(3, 4),
     "view_of_view": lambda x: x[1:][:, 1:],
     "select_of_t": lambda x: x.t()[2],
+    "diagonal": lambda x: x.diagonal(),
+    "diagonal_offset": lambda x: x.diagonal(-1, 1, 0),
 }
 # what is written in place: the base itself or one of its views
 WRITERS: dict[str, Callable[[Any], Any]] = {
@@ -48,6 +50,7 @@ WRITERS: dict[str, Callable[[Any], Any]] = {
     "col1": lambda x: x[:, 1],
     "flat": lambda x: x.view(-1),
     "t_row": lambda x: x.t()[3],
+    "diagonal": lambda x: x.diagonal(1),
 }
 # in-place ops on w; y is a (3, 4) tensor requiring grad
 INPLACE: dict[str, Callable[[Any, Any], Any]] = {

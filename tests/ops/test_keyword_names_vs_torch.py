@@ -17,10 +17,7 @@ import hookgrad
 torch = pytest.importorskip("torch")
 
 # public functions not made by the generated wrapper, or whose torch name is no Python name
-_NOT_WRAPPED = {
-    "allclose", "empty_like", "equal", "from_numpy", "full_like", "mm", "ones_like",
-    "rand_like", "randn_like", "set_num_threads", "zeros_like",
-}  # fmt: skip
+_NOT_WRAPPED = {"allclose", "equal", "from_numpy", "set_num_threads"}
 
 
 def _positional_names(fn: Any) -> list[str] | None:
@@ -76,6 +73,15 @@ _CALLS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "maximum": lambda L, x, y: L.maximum(input=x, other=y),
     "matmul": lambda L, x, y: L.matmul(input=x, other=y.T),
     "bmm": lambda L, x, y: L.bmm(input=x[None], mat2=y.T[None]),
+    "mm": lambda L, x, y: L.mm(input=x, mat2=y.T),
+    "mm_out": lambda L, x, y: L.mm(x, y.T, out=L.empty(0, dtype=L.float64)),
+    "Tensor.mm": lambda L, x, y: x.mm(mat2=y.T),
+    "zeros_like": lambda L, x, y: L.zeros_like(input=x, dtype=L.float32) + x,
+    "ones_like": lambda L, x, y: L.ones_like(input=x, requires_grad=True) * x,
+    "empty_like": lambda L, x, y: L.empty_like(input=x, dtype=L.int64).shape[0] + x,
+    "full_like": lambda L, x, y: L.full_like(input=x, fill_value=2, dtype=L.float64) * x,
+    "rand_like": lambda L, x, y: L.rand_like(input=x, generator=L.Generator().manual_seed(3)),
+    "randn_like": lambda L, x, y: L.randn_like(x, generator=L.Generator().manual_seed(4)),
     "mv": lambda L, x, y: L.mv(input=x, vec=y[0]),
     "sum": lambda L, x, y: L.sum(input=x, dim=1),
     "softmax": lambda L, x, y: L.softmax(input=x, dim=-1),
@@ -96,9 +102,35 @@ def test_calls_with_torch_keywords_match_torch(name: str) -> None:
     call = _CALLS[name]
     got = call(hookgrad, hookgrad.tensor(x), hookgrad.tensor(y))
     expected = call(torch, torch.tensor(x), torch.tensor(y))
-    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
+    assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
 
 
 def test_renamed_parameter_still_named_in_errors(fails_like_torch: Any) -> None:
     """A non-tensor first argument is named with torch's name, as torch's error does."""
     fails_like_torch(lambda lib: lib.add(None, lib.ones(2)))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda L: L.mm(L.ones(3), L.ones(3, 4)),
+        lambda L: L.mm(L.ones(2, 2, 3), L.ones(3, 4)),
+        lambda L: L.ones(2, 3).mm(L.ones(3)),
+        lambda L: L.mm(L.ones(2, 3), L.ones(4, 4)),
+        lambda L: L.mm(L.ones(2, 3), L.ones(3, 4, dtype=L.float64)),
+        lambda L: L.mm(L.ones(2, 3, dtype=L.int64), L.ones(4, 4, dtype=L.int32)),
+        lambda L: L.mm(L.ones(2, 3), [1.0]),
+        lambda L: L.mm(L.ones(2, 3, requires_grad=True), L.ones(3, 4), out=L.empty(2, 4)),
+    ],
+)
+def test_mm_refuses_what_torch_refuses(fails_like_torch: Any, call: Any) -> None:
+    """torch.mm and Tensor.mm take two matrices of one dtype only, with torch's errors (its
+    out= error names mm)."""
+    fails_like_torch(call)
+
+
+def test_mm_takes_no_other_keyword(lib: Any) -> None:
+    """torch.mm's second parameter is mat2: matmul's ``other=`` is a TypeError."""
+    with pytest.raises(TypeError):
+        lib.mm(lib.ones(2, 3), other=lib.ones(3, 4))
