@@ -225,7 +225,7 @@ class Tensor:
         if self._requires_grad:
             return True
         base = self._base  # a view requires grad when its base does (autograd._view)
-        return base is not None and base._requires_grad and self._view_kind != _PLAIN
+        return base is not None and base._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -340,7 +340,7 @@ class Tensor:
         return _read_only.read_only_alias(self)
 
     def detach_(self) -> Tensor:
-        if self._base is not None and self._view_kind != _PLAIN:
+        if self._base is not None:
             raise RuntimeError(_DETACH_VIEW_MESSAGE)
         self._grad_fn = None
         self._requires_grad = False
@@ -1191,7 +1191,6 @@ from ._ops import sorting as _sorting  # noqa: E402
 from ._ops import unary as _unary  # noqa: E402
 from ._ops._base import numpy_names as _numpy_names  # noqa: E402
 from .autograd._view import DETACH_VIEW_MESSAGE as _DETACH_VIEW_MESSAGE  # noqa: E402
-from .autograd._view import PLAIN as _PLAIN  # noqa: E402
 from .autograd._view import current_grad_fn as _current_grad_fn  # noqa: E402
 
 

@@ -15,7 +15,6 @@ from .._grad_mode import _state as grad_state
 from .._tensor import Tensor, _wrap
 from ..autograd._saved import pack_node
 from ..autograd._saved import state as _saved_state
-from ..autograd._view import PLAIN
 from ..autograd.graph import AccumulateGrad, Node
 
 __all__ = [
@@ -81,7 +80,7 @@ def needs_grad(*tensors: Tensor) -> bool:
         if t._requires_grad:
             return True
         base = t._base
-        if base is not None and base._requires_grad and t._view_kind != PLAIN:
+        if base is not None and base._requires_grad:
             return True
     return False
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd._view import DEFAULT, PLAIN, rebase_error, set_history
+from ..autograd._view import DEFAULT, rebase_error, set_history
 from ._base import Node, Tensor, edge, grad_state, wrap
 from ._rebase import AsStridedBackward0, CopySlices, ViewGeometry
 
@@ -41,20 +41,11 @@ _LEAF_VIEW_MESSAGE = (
 )
 
 
-def _tracked_base(x: Tensor) -> Tensor | None:
-    """The base whose history an in-place write to ``x`` must rebase: ``x._base`` for a view
-    made by a view op, None for a non-view or a ``detach()`` output."""
-    base = x._base
-    if base is None or x._view_kind == PLAIN:
-        return None
-    return base
-
-
 def _check_allowed(x: Tensor, recording: bool) -> None:
     """torch's ``check_inplace``: refuse what the write could not be recorded for."""
     if not recording:
         return
-    base = _tracked_base(x)
+    base = x._base
     if base is not None:
         if x._view_kind != DEFAULT:
             raise RuntimeError(rebase_error(x, indirect=False))
@@ -108,7 +99,7 @@ def apply_inplace(x: Tensor, kernel: Callable[[Tensor], Tensor], other: Tensor |
     """Run ``kernel`` (an out-of-place op) and store its result into ``x``'s own array."""
     recording = not _fast(x, other)
     _check_allowed(x, recording)
-    base = _tracked_base(x) if recording else None
+    base = x._base if recording else None
     # Measured before the write, so an overlapping view is refused with x unchanged.
     geometry = ViewGeometry(x._data, base._data) if base is not None else None
     source = _snapshot(x) if recording else x
@@ -140,7 +131,7 @@ def rebase_history(x: Tensor, fn: Node) -> None:
     """A view ``x`` already written in place by ``fn`` (a custom Function that marked it
     dirty): torch's checks and rebase, as for the built-in in-place ops."""
     _check_allowed(x, True)
-    base = _tracked_base(x)
+    base = x._base
     assert base is not None
     if fn._n_out != 1:
         raise RuntimeError("Functions which modify views in-place must return a single Variable")
@@ -167,7 +158,7 @@ def _fast(x: Tensor, other: Any) -> bool:
     if x._requires_grad or (isinstance(other, Tensor) and other._requires_grad):
         return False
     base = x._base
-    return base is None or not base._requires_grad or x._view_kind == PLAIN
+    return base is None or not base._requires_grad
 
 
 def _operand(other: Any) -> Any:

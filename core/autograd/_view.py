@@ -31,7 +31,6 @@ __all__ = [
     "DETACH_VIEW_MESSAGE",
     "MULTI_OUTPUT",
     "NO_GRAD",
-    "PLAIN",
     "current_grad_fn",
     "make_view",
     "rebase_error",
@@ -43,8 +42,6 @@ DEFAULT = 0  # by a view op with grad mode on: its history may be regenerated
 NO_GRAD = 1  # with grad mode off
 MULTI_OUTPUT = 2  # as one of several views returned by one op (unbind, split, chunk)
 CUSTOM = 3  # returned by a custom Function or a module backward-hook wrapper
-PLAIN = 4  # shares memory and version, but is no view for autograd (detach() no longer
-# makes one: its output has no base, as torch's; see Tensor.detach)
 
 _HOW = {
     MULTI_OUTPUT: (
@@ -83,7 +80,7 @@ def make_view(out: Tensor, x: Tensor, kind: int | None = None) -> Tensor:
     if kind is None:
         kind = DEFAULT if _grad_state.enabled else NO_GRAD
     base = x._base
-    if base is None or x._view_kind == PLAIN:
+    if base is None:
         base = x
     elif kind == DEFAULT:
         kind = x._view_kind
@@ -99,8 +96,6 @@ def current_grad_fn(t: Tensor) -> Node | None:
     since it was recorded (module docstring); the same node until the next write."""
     fn = t._grad_fn
     kind = t._view_kind
-    if kind == PLAIN:
-        return fn
     base = t._base
     assert base is not None
     if fn is None and not base._requires_grad:

@@ -17,7 +17,7 @@ from .._ops._base import sum_to
 from .._ops._graph import sum_to_tensor
 from .._ops.inplace import rebase_history
 from .._tensor import Tensor, _wrap
-from ._view import CUSTOM, PLAIN, make_view
+from ._view import CUSTOM, make_view
 from .graph import Node
 
 if TYPE_CHECKING:
@@ -252,7 +252,7 @@ def _attach(
     if out._data.dtype.kind != "f":
         return out
     source = inputs.get(id(out))
-    differentiable_view = out._base is not None and out._view_kind != PLAIN
+    differentiable_view = out._base is not None
     if source is not None and id(out) not in ctx.dirty:
         # An input returned as-is becomes a new view object of that input.
         out = make_view(_wrap(out._data), source, CUSTOM)

@@ -24,7 +24,7 @@ from ..._ops._base import edge
 from ..._tensor import Tensor, _wrap
 from ...autograd._engine import current_graph_task
 from ...autograd._hook_calls import checked_hook_result
-from ...autograd._view import CUSTOM, PLAIN
+from ...autograd._view import CUSTOM
 from ...autograd.graph import Node, next_sequence_nr
 from ...utils._warnings import warn_at_frame
 
@@ -298,7 +298,7 @@ class BackwardHook:
         out._acc = None
         out._hooks = None
         base = t._base  # the rest of _custom_view(out, t)
-        out._base = t if base is None or t._view_kind == PLAIN else base
+        out._base = t if base is None else base
         vbox = out._vbox = t._vbox
         out._view_version = vbox[0]
         out._view_kind = CUSTOM
@@ -424,7 +424,7 @@ def _custom_view(out: Tensor, t: Tensor) -> Tensor:
     """``make_view(out, t, CUSTOM)`` (torch's creation meta for a backward-hook wrapper's
     outputs), spelled out for the kind that is known here: runs twice per hooked call."""
     base = t._base
-    out._base = t if base is None or t._view_kind == PLAIN else base
+    out._base = t if base is None else base
     vbox = out._vbox = t._vbox
     out._view_version = vbox[0]
     out._view_kind = CUSTOM
