@@ -176,8 +176,13 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return _wrap(array)
 
 
-def _shape(size: tuple[Any, ...], caller: str) -> tuple[int, ...]:
-    """A size given as ints or one sequence of ints, checked as torch checks it."""
+def _shape(size: tuple[Any, ...], caller: str, keyword: Any = None) -> tuple[int, ...]:
+    """A size given as ints, one sequence of ints or the ``size=`` keyword (``keyword``),
+    checked as torch checks it."""
+    if keyword is not None:
+        if size:
+            raise TypeError(f"{caller}() got multiple values for argument 'size'")
+        size = (keyword,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     dims = []
@@ -202,22 +207,35 @@ def _leaf(arr: np.ndarray, requires_grad: bool) -> Tensor:
     return out
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     _cpu_only(device)
     return _leaf(
-        np.zeros(_shape(size, "zeros"), dtype=resolve_dtype(dtype) or float32), requires_grad
+        np.zeros(_shape(sizes, "zeros", size), dtype=resolve_dtype(dtype) or float32), requires_grad
     )
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     _cpu_only(device)
     return _leaf(
-        np.ones(_shape(size, "ones"), dtype=resolve_dtype(dtype) or float32), requires_grad
+        np.ones(_shape(sizes, "ones", size), dtype=resolve_dtype(dtype) or float32), requires_grad
     )
 
 
 def empty(
-    *size: Any,
+    *sizes: Any,
+    size: Any = None,
     dtype: Any = None,
     device: Any = None,
     requires_grad: bool = False,
@@ -225,7 +243,7 @@ def empty(
 ) -> Tensor:
     _cpu_only(device)
     return _leaf(
-        np.empty(_shape(size, "empty"), dtype=resolve_dtype(dtype) or float32), requires_grad
+        np.empty(_shape(sizes, "empty", size), dtype=resolve_dtype(dtype) or float32), requires_grad
     )
 
 
@@ -378,7 +396,8 @@ def _generator(generator: Generator | None) -> TorchStream:
 
 
 def rand(
-    *size: Any,
+    *sizes: Any,
+    size: Any = None,
     generator: Generator | None = None,
     dtype: Any = None,
     device: Any = None,
@@ -386,14 +405,15 @@ def rand(
 ) -> Tensor:
     """Uniform samples on [0, 1)."""
     _cpu_only(device)
-    shape = _shape(size, "rand")
+    shape = _shape(sizes, "rand", size)
     return _leaf(
         _generator(generator).uniform(shape, resolve_dtype(dtype) or float32), requires_grad
     )
 
 
 def randn(
-    *size: Any,
+    *sizes: Any,
+    size: Any = None,
     generator: Generator | None = None,
     dtype: Any = None,
     device: Any = None,
@@ -401,7 +421,7 @@ def randn(
 ) -> Tensor:
     """Standard normal samples."""
     _cpu_only(device)
-    shape = _shape(size, "randn")
+    shape = _shape(sizes, "randn", size)
     return _leaf(
         _generator(generator).normal(shape, resolve_dtype(dtype) or float32), requires_grad
     )
@@ -416,10 +436,13 @@ def randint(
     dtype: Any = None,
     device: Any = None,
 ) -> Tensor:
-    """Integers uniform on [low, high); ``randint(high, size)`` starts at 0."""
+    """Integers uniform on [low, high); ``randint(high, size)`` and ``randint(high,
+    size=size)`` start at 0."""
     _cpu_only(device)
     if size is None:
         low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
     arr = _generator(generator).integers(low, high, _shape((size,), "randint"))
     return _wrap(arr.astype(resolve_dtype(dtype) or int64))
 

@@ -1,0 +1,80 @@
+"""What a blind holdout of real training programs (pytorch/examples gat, gcn and
+mnist_forward_forward, karpathy/makemore, rasbt/LLMs-from-scratch, MorvanZhou's tutorials)
+reached first and hookgrad lacked, each pinned against torch 2.13: factory spellings
+(``size=`` keywords, ``randint(high, size=...)``),
+``torch.inference_mode``, ``torch.spmm`` on dense operands and the math constants."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import hookgrad
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("name", ["empty", "zeros", "ones", "rand", "randn"])
+def test_factories_take_size_as_a_keyword(name: str) -> None:
+    """torch.<factory>(size=(2, 3)) makes a 2x3 tensor (gat's torch.empty(size=...))."""
+    ours = getattr(hookgrad, name)(size=(2, 3))
+    theirs = getattr(torch, name)(size=(2, 3))
+    assert tuple(ours.shape) == tuple(theirs.shape) == (2, 3)
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+
+
+def test_randint_with_high_and_a_size_keyword_draws_torchs_numbers() -> None:
+    """randint(9, size=(5,)) draws from [0, 9) as torch does, the same numbers from one seed."""
+    hookgrad.manual_seed(3)
+    torch.manual_seed(3)
+    ours = hookgrad.randint(9, size=(5,))
+    theirs = torch.randint(9, size=(5,))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_inference_mode_records_no_graph_as_context_and_decorator() -> None:
+    """inference_mode() and @inference_mode() record no graph; inference_mode(False) changes
+    nothing; is_inference_mode_enabled() tells which, as in torch."""
+    for lib in (hookgrad, torch):
+        w = lib.ones(2, requires_grad=True)
+        with lib.inference_mode():
+            assert lib.is_inference_mode_enabled()
+            assert not (w * 2).requires_grad
+        assert not lib.is_inference_mode_enabled()
+        with lib.inference_mode(False):
+            assert (w * 2).requires_grad
+            assert not lib.is_inference_mode_enabled()
+
+        @lib.inference_mode()
+        def twice(x: object) -> object:
+            return x * 2  # type: ignore[operator]
+
+        @lib.inference_mode
+        def thrice(x: object) -> object:
+            return x * 3  # type: ignore[operator]
+
+        assert not twice(w).requires_grad and not thrice(w).requires_grad
+        assert (w * 2).requires_grad
+
+
+def test_spmm_of_dense_operands_is_mm() -> None:
+    """torch.spmm(a, b) with a dense a multiplies as mm, gradients included."""
+    values = np.arange(6, dtype=np.float32).reshape(2, 3)
+    grads = []
+    for lib in (hookgrad, torch):
+        a = lib.tensor(values, requires_grad=True)
+        out = lib.spmm(a, lib.tensor(values.T.copy()))
+        out.sum().backward()
+        grads.append((out.detach().numpy(), a.grad.numpy()))
+    np.testing.assert_array_equal(grads[0][0], grads[1][0])
+    np.testing.assert_array_equal(grads[0][1], grads[1][1])
+
+
+def test_math_constants_are_torchs() -> None:
+    """torch.inf, nan, pi, e and newaxis exist and equal torch's."""
+    assert hookgrad.inf == torch.inf == math.inf
+    assert math.isnan(hookgrad.nan) and math.isnan(torch.nan)
+    assert hookgrad.pi == torch.pi and hookgrad.e == torch.e
+    assert hookgrad.newaxis is torch.newaxis is None
