@@ -78,3 +78,42 @@ def test_math_constants_are_torchs() -> None:
     assert math.isnan(hookgrad.nan) and math.isnan(torch.nan)
     assert hookgrad.pi == torch.pi and hookgrad.e == torch.e
     assert hookgrad.newaxis is torch.newaxis is None
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_masked_fill_in_place_broadcasts_the_mask(grad: bool) -> None:
+    """x.masked_fill_(mask, -inf) with a (4, 4) causal mask on (2, 3, 4, 4) scores fills every
+    head, recording or not, and the gradient skips the filled entries (LLMs-from-scratch's
+    MultiHeadAttention)."""
+    scores = np.linspace(-1, 1, 96, dtype=np.float32).reshape(2, 3, 4, 4)
+    results = []
+    for lib in (hookgrad, torch):
+        w = lib.tensor(scores, requires_grad=grad)
+        x = w * 2
+        mask = lib.triu(lib.ones(4, 4), diagonal=1).bool()
+        x.masked_fill_(mask, -lib.inf)
+        out = lib.softmax(x, dim=-1)
+        if grad:
+            (out * lib.arange(4.0)).sum().backward()
+        results.append((out.detach().numpy(), w.grad.numpy() if grad else None))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
+    if grad:
+        np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("mask_shape", "dtype"), [((3, 3), "bool"), ((2, 2, 3), "bool"), ((3,), "float32")]
+)
+def test_masked_fill_in_place_refuses_what_torch_refuses(
+    mask_shape: tuple[int, ...], dtype: str
+) -> None:
+    """A mask that does not broadcast to x, would grow x, or is not boolean raises torch's
+    RuntimeError and text."""
+    messages = []
+    for lib in (hookgrad, torch):
+        x = lib.zeros(2, 3)
+        mask = lib.ones(*mask_shape, dtype=getattr(lib, dtype))
+        with pytest.raises(RuntimeError) as info:
+            x.masked_fill_(mask, 1.0)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
