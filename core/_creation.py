@@ -374,9 +374,22 @@ def linspace(
     requires_grad: bool = False,
 ) -> Tensor:
     _cpu_only(device)
-    return _leaf(
-        np.linspace(start, end, steps).astype(resolve_dtype(dtype) or float32), requires_grad
-    )
+    target = resolve_dtype(dtype) or float32
+    return _leaf(_linspace_points(start, end, steps, target), requires_grad)
+
+
+def _linspace_points(start: float, end: float, steps: int, dtype: np.dtype[Any]) -> np.ndarray:
+    """torch's CPU points: the step in the output's type (double for integers), the first half
+    counted up from ``start`` and the rest down from ``end``, each point one fused multiply-add
+    (computed wider, then rounded once: float32's points are torch's to the last bit)."""
+    compute = np.dtype(dtype if np.issubdtype(dtype, np.floating) else np.float64)
+    first, last = compute.type(start), compute.type(end)
+    step = (last - first) / compute.type(max(steps - 1, 1))
+    wide = np.longdouble if compute.itemsize >= 8 else np.float64
+    idx = np.arange(steps)
+    up = wide(step) * idx.astype(wide) + wide(first)
+    down = wide(last) - wide(step) * (steps - 1 - idx).astype(wide)
+    return np.where(idx < max(steps // 2, 1), up, down).astype(dtype)
 
 
 def eye(
