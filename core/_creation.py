@@ -385,10 +385,11 @@ def _linspace_points(start: float, end: float, steps: int, dtype: np.dtype[Any])
     compute = np.dtype(dtype if np.issubdtype(dtype, np.floating) else np.float64)
     first, last = compute.type(start), compute.type(end)
     step = (last - first) / compute.type(max(steps - 1, 1))
-    wide = np.longdouble if compute.itemsize >= 8 else np.float64
+    wide = np.dtype(np.longdouble if compute.itemsize >= 8 else np.float64)
+    w_first, w_last, w_step = (np.asarray(v, dtype=wide) for v in (first, last, step))
     idx = np.arange(steps)
-    up = wide(step) * idx.astype(wide) + wide(first)
-    down = wide(last) - wide(step) * (steps - 1 - idx).astype(wide)
+    up = w_step * idx.astype(wide) + w_first
+    down = w_last - w_step * (steps - 1 - idx).astype(wide)
     return np.where(idx < max(steps // 2, 1), up, down).astype(dtype)
 
 
