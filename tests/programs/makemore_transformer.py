@@ -2,9 +2,10 @@
 the model (NewGELU, CausalSelfAttention with a tril buffer, Blocks of ModuleDict),
 CharDataset with -1 targets masked by cross_entropy(ignore_index=-1), the InfiniteDataLoader
 (RandomSampler(replacement=True, num_samples=1e10)), AdamW(betas, eps), zero_grad(set_to_none=True),
-evaluate under @torch.inference_mode(), torch.save of the state_dict, print_samples with
-multinomial/topk (shrunk: 300 made-up names, n_embd 16, 2 layers, 21 steps, evaluation and sampling
-every 10 and 20 steps; the step time left out of the printed line; tensorboard's writer a no-op)."""
+evaluate under @torch.inference_mode(), torch.utils.tensorboard's SummaryWriter, torch.save of
+the state_dict, print_samples with multinomial/topk (shrunk: 300 made-up names, n_embd 16,
+2 layers, 21 steps, evaluation and sampling every 10 and 20 steps; the step time left out of
+the printed line)."""
 
 from _printed import recording_print
 
@@ -42,16 +43,6 @@ def main(torch):
                     )
                 )
 
-            class SummaryWriter:  # tensorboard is not installed: a writer that keeps nothing
-                def __init__(self, log_dir=None):
-                    pass
-
-                def add_scalar(self, *args):
-                    pass
-
-                def flush(self):
-                    pass
-
             """
             you give this script some words (one per line) and it will generate more things like it.
             uses super state of the art Transformer AI tech
@@ -78,6 +69,7 @@ def main(torch):
             from torch.nn import functional as F
             from torch.utils.data import Dataset
             from torch.utils.data.dataloader import DataLoader
+            from torch.utils.tensorboard import SummaryWriter
 
             # -----------------------------------------------------------------------------
 
