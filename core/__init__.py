@@ -6,6 +6,7 @@ loaded, no logging is configured, no entry point is scanned.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from . import _C as _C
@@ -178,7 +179,14 @@ from ._functions import (
     var_mean,
     where,
 )
-from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from ._memory_format import (
     channels_last,
     channels_last_3d,
@@ -243,6 +251,7 @@ from ._ops.elementwise import (
     tan,
     trunc,
 )
+from ._ops.products import spmm
 from ._size import Size
 from ._tensor import Tensor
 from ._tensor_types import (
@@ -281,6 +290,10 @@ long = int64
 int = int32
 
 __version__ = "0.1.0"
+
+# torch's math constants (torch.inf in masks, torch.pi in schedules, torch.newaxis in indexing).
+e, inf, nan, pi = math.e, math.inf, math.nan, math.pi
+newaxis = None
 
 __all__ = [
     "random",
@@ -330,6 +343,7 @@ __all__ = [
     "device",
     "div",
     "double",
+    "e",
     "empty",
     "empty_like",
     "enable_grad",
@@ -352,6 +366,8 @@ __all__ = [
     "get_num_threads",
     "gt",
     "half",
+    "inf",
+    "inference_mode",
     "int",
     "int8",
     "int16",
@@ -360,6 +376,7 @@ __all__ = [
     "is_autocast_cache_enabled",
     "is_autocast_enabled",
     "is_grad_enabled",
+    "is_inference_mode_enabled",
     "is_warn_always_enabled",
     "isfinite",
     "isinf",
@@ -375,6 +392,9 @@ __all__ = [
     "fork_rng",
     "get_rng_state",
     "initial_seed",
+    "nan",
+    "newaxis",
+    "pi",
     "seed",
     "set_rng_state",
     "masked_fill",
@@ -414,6 +434,7 @@ __all__ = [
     "softmax",
     "split",
     "split_with_sizes",
+    "spmm",
     "sqrt",
     "squeeze",
     "stack",

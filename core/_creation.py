@@ -176,8 +176,13 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return _wrap(array)
 
 
-def _shape(size: tuple[Any, ...], caller: str) -> tuple[int, ...]:
-    """A size given as ints or one sequence of ints, checked as torch checks it."""
+def _shape(size: tuple[Any, ...], caller: str, keyword: Any = None) -> tuple[int, ...]:
+    """A size given as ints, one sequence of ints or the ``size=`` keyword (``keyword``),
+    checked as torch checks it."""
+    if keyword is not None:
+        if size:
+            raise TypeError(f"{caller}() got multiple values for argument 'size'")
+        size = (keyword,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     dims = []
@@ -202,22 +207,35 @@ def _leaf(arr: np.ndarray, requires_grad: bool) -> Tensor:
     return out
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     _cpu_only(device)
     return _leaf(
-        np.zeros(_shape(size, "zeros"), dtype=resolve_dtype(dtype) or float32), requires_grad
+        np.zeros(_shape(sizes, "zeros", size), dtype=resolve_dtype(dtype) or float32), requires_grad
     )
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     _cpu_only(device)
     return _leaf(
-        np.ones(_shape(size, "ones"), dtype=resolve_dtype(dtype) or float32), requires_grad
+        np.ones(_shape(sizes, "ones", size), dtype=resolve_dtype(dtype) or float32), requires_grad
     )
 
 
 def empty(
-    *size: Any,
+    *sizes: Any,
+    size: Any = None,
     dtype: Any = None,
     device: Any = None,
     requires_grad: bool = False,
@@ -225,7 +243,7 @@ def empty(
 ) -> Tensor:
     _cpu_only(device)
     return _leaf(
-        np.empty(_shape(size, "empty"), dtype=resolve_dtype(dtype) or float32), requires_grad
+        np.empty(_shape(sizes, "empty", size), dtype=resolve_dtype(dtype) or float32), requires_grad
     )
 
 
@@ -358,9 +376,23 @@ def linspace(
     requires_grad: bool = False,
 ) -> Tensor:
     _cpu_only(device)
-    return _leaf(
-        np.linspace(start, end, steps).astype(resolve_dtype(dtype) or float32), requires_grad
-    )
+    target = resolve_dtype(dtype) or float32
+    return _leaf(_linspace_points(start, end, steps, target), requires_grad)
+
+
+def _linspace_points(start: float, end: float, steps: int, dtype: np.dtype[Any]) -> np.ndarray:
+    """torch's CPU points: the step in the output's type (double for integers), the first half
+    counted up from ``start`` and the rest down from ``end``, each point one fused multiply-add
+    (computed wider, then rounded once: float32's points are torch's to the last bit)."""
+    compute = np.dtype(dtype if np.issubdtype(dtype, np.floating) else np.float64)
+    first, last = compute.type(start), compute.type(end)
+    step = (last - first) / compute.type(max(steps - 1, 1))
+    wide = np.dtype(np.longdouble if compute.itemsize >= 8 else np.float64)
+    w_first, w_last, w_step = (np.asarray(v, dtype=wide) for v in (first, last, step))
+    idx = np.arange(steps)
+    up = w_step * idx.astype(wide) + w_first
+    down = w_last - w_step * (steps - 1 - idx).astype(wide)
+    return np.where(idx < max(steps // 2, 1), up, down).astype(dtype)
 
 
 def eye(
@@ -380,7 +412,8 @@ def _generator(generator: Generator | None) -> TorchStream:
 
 
 def rand(
-    *size: Any,
+    *sizes: Any,
+    size: Any = None,
     generator: Generator | None = None,
     dtype: Any = None,
     device: Any = None,
@@ -388,14 +421,15 @@ def rand(
 ) -> Tensor:
     """Uniform samples on [0, 1)."""
     _cpu_only(device)
-    shape = _shape(size, "rand")
+    shape = _shape(sizes, "rand", size)
     return _leaf(
         _generator(generator).uniform(shape, resolve_dtype(dtype) or float32), requires_grad
     )
 
 
 def randn(
-    *size: Any,
+    *sizes: Any,
+    size: Any = None,
     generator: Generator | None = None,
     dtype: Any = None,
     device: Any = None,
@@ -403,7 +437,7 @@ def randn(
 ) -> Tensor:
     """Standard normal samples."""
     _cpu_only(device)
-    shape = _shape(size, "randn")
+    shape = _shape(sizes, "randn", size)
     return _leaf(
         _generator(generator).normal(shape, resolve_dtype(dtype) or float32), requires_grad
     )
@@ -418,10 +452,13 @@ def randint(
     dtype: Any = None,
     device: Any = None,
 ) -> Tensor:
-    """Integers uniform on [low, high); ``randint(high, size)`` starts at 0."""
+    """Integers uniform on [low, high); ``randint(high, size)`` and ``randint(high,
+    size=size)`` start at 0."""
     _cpu_only(device)
     if size is None:
         low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
     arr = _generator(generator).integers(low, high, _shape((size,), "randint"))
     return _wrap(arr.astype(resolve_dtype(dtype) or int64))
 

@@ -13,13 +13,21 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
-__all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = [
+    "enable_grad",
+    "inference_mode",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "no_grad",
+    "set_grad_enabled",
+]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class _GradState(threading.local):
     enabled: bool = True
+    inference: bool = False
 
 
 _state = _GradState()
@@ -28,6 +36,11 @@ _state = _GradState()
 def is_grad_enabled() -> bool:
     """Return True when operations currently record gradients."""
     return _state.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    """Return True inside an ``inference_mode()`` block."""
+    return _state.inference
 
 
 class _GradModeContext:
@@ -92,6 +105,49 @@ class set_grad_enabled(_GradModeContext):
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with set_grad_enabled(mode):
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+class inference_mode(_GradModeContext):
+    """torch's inference mode, here as ``no_grad`` that also answers
+    ``is_inference_mode_enabled()``: nothing inside records a graph. ``inference_mode(False)``
+    changes nothing. Like torch's it decorates with or without parentheses."""
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # @inference_mode without parentheses: mode is the function
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__()
+        self._mode = mode
+        self._target = False
+        self._previous_inference: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._previous_inference.append(_state.inference)
+        self._previous.append(_state.enabled)
+        if self._mode:
+            _state.enabled = False
+            _state.inference = True
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        _state.enabled = self._previous.pop()
+        _state.inference = self._previous_inference.pop()
+
+    def __call__(self, func: _F) -> _F:
+        mode = self._mode
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(mode):
                 return func(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .._dtype import c_type_name
 from ..autograd._view import make_view
 from ._base import Node, Tensor, edge, grad_state, needs_grad, record, sum_to, wrap
 from ._graph import linear_grad, only, sum_to_tensor
@@ -252,7 +253,8 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     m = mask._data
     if m.dtype.kind != "b":
         raise RuntimeError(
-            f"masked_fill_ only supports boolean masks, but got mask with dtype {m.dtype}"
+            "masked_fill_ only supports boolean masks, but got mask with dtype "
+            f"{c_type_name(m.dtype)}"
         )
     tv = value if isinstance(value, Tensor) else None
     if tv is not None and tv._data.ndim != 0:

@@ -251,12 +251,22 @@ def copy_(x: Tensor, src: Any) -> Tensor:
 
 
 def masked_fill_(x: Tensor, mask: Tensor, value: Any) -> Tensor:
-    if _fast(x, value):
-        x._data[mask._data] = _operand(value)
+    """``masked_fill`` in place: the mask broadcasts to ``x`` (a (T, T) causal mask fills every
+    head of (B, H, T, T) scores), which indexing by the mask would not."""
+    m = mask._data
+    if _fast(x, value) and m.dtype.kind == "b" and _broadcasts_to(m.shape, x._data.shape):
+        np.copyto(x._data, _operand(value), casting="unsafe", where=m)
         return bump(x)
-    from .index import index_put
+    from .index import masked_fill
 
-    return apply_inplace(x, lambda s: index_put(s, mask, value), _tensor_or_none(value))
+    return apply_inplace(x, lambda s: masked_fill(s, mask, value), _tensor_or_none(value))
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
 
 
 def _tensor_or_none(value: Any) -> Tensor | None:

@@ -1,4 +1,5 @@
-"""Products beyond ``matmul``: mm, bmm, mv, dot, baddbmm and einsum (numpy's einsum both ways)."""
+"""Products beyond ``matmul``: mm, bmm, mv, dot, baddbmm, spmm and einsum (numpy's einsum
+both ways)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..amp._state import to_lower, without_autocast
 from ._base import Node, Tensor, edge, needs_grad, not_a_tensor, record, sum_to, wrap
 from .arith import broadcast_error, matmul
 
-__all__ = ["baddbmm", "bmm", "dot", "einsum", "mm", "mv"]
+__all__ = ["baddbmm", "bmm", "dot", "einsum", "mm", "mv", "spmm"]
 
 
 def _check_bmm(a: Tensor, b: Tensor, op: str) -> None:
@@ -50,6 +51,12 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
             f"{c_type_name(da)} != {c_type_name(db)}"
         )
     return matmul(a, b)  # a shape mismatch is matmul's error, which is torch's mm's
+
+
+def spmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """``torch.spmm`` of a dense ``input`` (pytorch/examples' GCN on a dense adjacency): ``mm``.
+    hookgrad has no sparse layout, so the first operand is always dense."""
+    return mm(input, mat2)
 
 
 def mv(a: Tensor, v: Tensor) -> Tensor:
