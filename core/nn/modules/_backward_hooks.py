@@ -24,7 +24,7 @@ from ..._ops._base import edge
 from ..._tensor import Tensor, _wrap
 from ...autograd._engine import current_graph_task
 from ...autograd._hook_calls import checked_hook_result
-from ...autograd._view import CUSTOM
+from ...autograd._view import CUSTOM, make_view
 from ...autograd.graph import Node, next_sequence_nr
 from ...utils._warnings import warn_at_frame
 
@@ -274,8 +274,9 @@ class BackwardHook:
         """The one-tensor call, nearly every module call: no index lists.
 
         Runs twice per hooked module call, so the node and the view are built here field by
-        field (as ``BackwardHookFunctionBackward.__init__`` and ``_identity_view`` would, for
-        a tensor that requires grad) rather than through two more calls.
+        field (as ``BackwardHookFunctionBackward.__init__``, ``_identity_view`` and
+        ``make_view(out, t, CUSTOM)`` would, for a tensor that requires grad) rather than
+        through three more calls.
         """
         d = t._data
         fn = t.grad_fn
@@ -297,7 +298,7 @@ class BackwardHook:
         out._output_nr = 0
         out._acc = None
         out._hooks = None
-        base = t._base  # the rest of _custom_view(out, t)
+        base = t._base
         out._base = t if base is None else base
         vbox = out._vbox = t._vbox
         out._view_version = vbox[0]
@@ -417,15 +418,4 @@ def _identity_view(t: Tensor, node: BackwardHookFunctionBackward, nr: int) -> Te
         out._output_nr = 0
     out._acc = None
     out._hooks = None
-    return _custom_view(out, t)
-
-
-def _custom_view(out: Tensor, t: Tensor) -> Tensor:
-    """``make_view(out, t, CUSTOM)`` (torch's creation meta for a backward-hook wrapper's
-    outputs), spelled out for the kind that is known here: runs twice per hooked call."""
-    base = t._base
-    out._base = t if base is None else base
-    vbox = out._vbox = t._vbox
-    out._view_version = vbox[0]
-    out._view_kind = CUSTOM
-    return out
+    return make_view(out, t, CUSTOM)
