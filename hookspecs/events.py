@@ -276,6 +276,12 @@ class Event(BaseModel):
         _set_private(event, None)
         return event
 
+    def replaced(self, field: str, value: Any) -> Self:
+        """This event with ``field`` set to ``value``: what ``model_copy(update=...)`` makes,
+        built as :meth:`trusted` builds (no validation; the runtime has checked ``value``), at
+        a third of model_copy's cost. How the runtime hands a listener's replacement on."""
+        return self.trusted({**self.__dict__, field: value})
+
     def summary(self) -> dict[str, Any]:
         """The JSON-safe form sinks write: scalar fields as-is, tensors as TensorSummary dicts."""
         return self.model_dump(mode="json")

@@ -16,7 +16,8 @@ How the runtime calls the hooks
   supported on hookgrad hooks. ``hookgrad_unconfigure`` alone runs in the reverse order.
 * **Replacements compose.** Where a return value replaces something (args, output,
   grad_output, grad_input, the seed gradient), the next implementation receives an event with
-  that field replaced (``event.model_copy(update=...)``), and the last replacement is what the
+  that field replaced (``event.replaced(field, value)``, a ``model_copy(update=...)``), and
+  the last replacement is what the
   engine uses. Returning None passes the value on unchanged.
 * **Module events reach selected modules only**: the runtime calls a plugin for a module only
   when ``config.selects(module_name, module_type)`` (see ``PluginConfig``).

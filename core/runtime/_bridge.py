@@ -712,7 +712,7 @@ class HookBridge:
                 result = listener.call(event)
                 if result is not None:
                     value = result if check is None else check(result, getattr(event, field))
-                    event = event.model_copy(update={field: value})
+                    event = event.replaced(field, value)
             except Exception as error:
                 failures.event_failed(listener.name, listener.config.on_error, error, event)
         return event

@@ -250,7 +250,7 @@ class LoopHooks:
             if seed is not None and event.__dict__["gradient"] is not seed:
                 # The next listener sees the seed replaced: a copy made only when there is
                 # one (the last listener's replacement needs none).
-                event = event.model_copy(update={"gradient": seed})
+                event = event.replaced("gradient", seed)
             result = self._call(listener, event, checked_seed, root)
             if result is not None:
                 seed = result

@@ -158,14 +158,23 @@ def test_tensors_are_shared_not_copied() -> None:
     assert event.__dict__["grad_input"][0] is t
 
 
-def test_model_copy_replaces_one_field_and_shares_the_rest() -> None:
-    """model_copy(update=...), how the runtime passes a replacement on, keeps other tensors."""
+@pytest.mark.parametrize("how", ["replaced", "model_copy"])
+def test_replacing_one_field_shares_the_rest(how: str) -> None:
+    """replaced(field, value), how the runtime passes a replacement on, makes what
+    model_copy(update=...) makes: the new value, the other tensors shared, the original kept."""
     t, g, new = hookgrad.ones(3), hookgrad.zeros(3), hookgrad.full((3,), 2.0)
     event = FullBackwardEvent(**MODULE, grad_input=(t,), grad_output=(g,))
-    replaced = event.model_copy(update={"grad_input": (new,)})
+    if how == "replaced":
+        replaced = event.replaced("grad_input", (new,))
+    else:
+        replaced = event.model_copy(update={"grad_input": (new,)})
+    assert type(replaced) is FullBackwardEvent
     assert replaced.__dict__["grad_input"][0] is new and replaced.__dict__["grad_output"][0] is g
     assert _alias_of(replaced.grad_input[0], new) and _alias_of(replaced.grad_output[0], g)
     assert event.__dict__["grad_input"][0] is t
+    assert replaced == event.model_copy(update={"grad_input": (new,)})
+    with pytest.raises(pydantic.ValidationError):
+        replaced.module_name = "other"  # type: ignore[misc]  # frozen like any event
 
 
 # ---------------------------------------------------------------------- tensor summaries
