@@ -3,7 +3,7 @@ trained side by side with SGD, SGD(momentum=0.8), RMSprop(alpha=0.9) and Adam(be
 0.99)) on x^2 plus torch.normal noise from a shuffled DataLoader; the loss histories are
 plotted as loss.data.numpy() (shrunk: 2 epochs, no worker processes)."""
 
-from _printed import recording_print
+from _printed import recording_plot, recording_print
 
 
 def main(torch):
@@ -19,26 +19,7 @@ def main(torch):
     _np.random.seed(0)
     torch.manual_seed(0)
 
-    class _Plot:
-        def __getattr__(self, name):
-            def call(*args, **kwargs):
-                import numpy as np
-
-                if name == "subplots":
-                    rows, cols = (args + (1, 1))[:2]
-                    axs = np.empty((rows, cols), dtype=object)
-                    for i in range(rows):
-                        for j in range(cols):
-                            axs[i, j] = _Plot()
-                    return _Plot(), (axs[0, 0] if axs.size == 1 else axs)
-                for a in args:
-                    if isinstance(a, np.ndarray) and a.dtype.kind == "f":
-                        record.append(float(a.sum()))
-                return _Plot()
-
-            return call
-
-    plt = _Plot()
+    plt = recording_plot(record)
     """
     View more, visit my tutorial page: https://mofanpy.com/tutorials/
     My Youtube Channel: https://www.youtube.com/user/MorvanZhou

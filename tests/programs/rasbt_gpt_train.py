@@ -7,7 +7,7 @@ torch.save of the state_dict and torch.load(weights_only=True) into a new GPTMod
 600-word made-up text, a character tokenizer in place of tiktoken's GPT-2 one, emb 32, 2 heads,
 2 layers, context 16, 2 epochs, 10 new tokens; the plot's arrays recorded)."""
 
-from _printed import recording_print
+from _printed import recording_plot, recording_print
 
 
 def main(torch):
@@ -75,26 +75,7 @@ def main(torch):
                 def get_encoding(name):
                     return tiktoken._Enc()
 
-            class _Plot:
-                def __getattr__(self, name):
-                    def call(*args, **kwargs):
-                        import numpy as np
-
-                        if name == "subplots":
-                            rows, cols = (args + (1, 1))[:2]
-                            axs = np.empty((rows, cols), dtype=object)
-                            for i in range(rows):
-                                for j in range(cols):
-                                    axs[i, j] = _Plot()
-                            return _Plot(), (axs[0, 0] if axs.size == 1 else axs)
-                        for a in args:
-                            if isinstance(a, np.ndarray) and a.dtype.kind == "f":
-                                record.append(float(a.sum()))
-                        return _Plot()
-
-                    return call
-
-            plt = _Plot()
+            plt = recording_plot(record)
             # Copyright (c) Sebastian Raschka under Apache License 2.0 (see LICENSE.txt).
             # Source for "Build a Large Language Model From Scratch"
             #   - https://www.manning.com/books/build-a-large-language-model-from-scratch
